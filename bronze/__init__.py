@@ -1,0 +1,1 @@
+"""Bronze: landing files → append-only change records and a quarantine, exactly once."""

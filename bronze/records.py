@@ -1,0 +1,172 @@
+"""Parsing and checking landing lines as native change records (pure transformations).
+
+Each line is parsed once into a VARIANT, so ``old_values``/``new_values`` keep their
+JSON types and the difference between an absent column and a JSON null. A line that is
+not a change record gets a reason and goes to quarantine; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "TRUNCATE")
+CONTROL_COMMANDS = ("COMMIT", "ROLLBACK")
+STRING_FIELDS = (
+    "source_database",
+    "command_type",
+    "object_owner",
+    "object_name",
+    "object_type",
+    "base_table_owner",
+    "base_table_name",
+    "ddl_text",
+    "current_schema",
+    "logon_user",
+    "transaction_id",
+    "tag",
+)
+INTEGER_FIELDS = ("scn", "commit_scn", "position")
+
+#: Columns of the bronze change-record table, in order.
+BRONZE_COLUMNS = (
+    *STRING_FIELDS[:10],
+    "old_values",
+    "new_values",
+    "transaction_id",
+    "scn",
+    "commit_scn",
+    "position",
+    "commit_time",
+    "tag",
+    "raw",
+    "_landing",
+    "_txn_mode",
+    "_source_file",
+    "_ingest_batch",
+    "_ingested_at",
+)
+
+BRONZE_DDL = """
+  source_database STRING, command_type STRING, object_owner STRING, object_name STRING,
+  object_type STRING, base_table_owner STRING, base_table_name STRING, ddl_text STRING,
+  current_schema STRING, logon_user STRING, old_values VARIANT, new_values VARIANT,
+  transaction_id STRING, scn BIGINT, commit_scn BIGINT, position BIGINT,
+  commit_time TIMESTAMP, tag STRING, raw STRING, _landing STRING, _txn_mode STRING,
+  _source_file STRING, _ingest_batch BIGINT, _ingested_at TIMESTAMP
+"""
+
+QUARANTINE_DDL = """
+  raw STRING, reason STRING, _landing STRING, _source_file STRING,
+  _ingest_batch BIGINT, _ingested_at TIMESTAMP
+"""
+
+
+def _kind(field: str) -> Column:
+    """Spark's name of the JSON type of a top-level field; NULL when absent, VOID for null."""
+    if not field:
+        return F.expr("schema_of_variant(_v)")
+    return F.expr(f"schema_of_variant(variant_get(_v, '$.{field}'))")
+
+
+def _present(field: str) -> Column:
+    """The field is there and not JSON null."""
+    k = _kind(field)
+    return k.isNotNull() & (k != F.lit("VOID"))
+
+
+def _is_integer(field: str) -> Column:
+    k = _kind(field)
+    return k.isin("BIGINT", "INT", "SMALLINT", "TINYINT") | k.rlike(r"^DECIMAL\(\d+,0\)$")
+
+
+def _get(field: str, spark_type: str) -> Column:
+    return F.expr(f"try_variant_get(_v, '$.{field}', '{spark_type}')")
+
+
+def _reason() -> Column:
+    """First reason a parsed line is not a change record, or NULL when it is one."""
+    cmd = _get("command_type", "string")
+    is_ddl = _present("ddl_text")
+    is_control = cmd.isin(*CONTROL_COMMANDS) & ~is_ddl
+    is_row = ~is_ddl & ~is_control
+    checks: list[tuple[Column, str | Column]] = [
+        (F.trim(F.col("raw")) == "", "empty line"),
+        (F.col("_v").isNull(), "not valid JSON"),
+        (~_kind("").startswith("OBJECT"), "not a JSON object"),
+    ]
+    for f in STRING_FIELDS:
+        checks.append((_present(f) & (_kind(f) != "STRING"), f"field {f} is not a string"))
+    for f in INTEGER_FIELDS:
+        checks.append((_present(f) & ~_is_integer(f), f"field {f} is not an integer"))
+        checks.append((_present(f) & (_get(f, "bigint") < 0), f"field {f} is negative"))
+    for f in ("old_values", "new_values"):
+        checks.append((_present(f) & ~_kind(f).startswith("OBJECT"), f"field {f} is not a JSON object"))
+    checks += [
+        (~_present("command_type"), "missing command_type"),
+        (~_present("transaction_id"), "missing transaction_id"),
+        (~_present("commit_scn"), "missing commit_scn"),
+        (~_present("source_database"), "missing source_database"),
+        (
+            _present("commit_time") & F.try_to_timestamp(_get("commit_time", "string")).isNull(),
+            "field commit_time is not an ISO-8601 timestamp",
+        ),
+        (_present("tag") & ~_get("tag", "string").rlike("^([0-9A-Fa-f]{2})*$"), "field tag is not a hex string"),
+        (
+            is_row & ~cmd.isin(*ROW_COMMANDS),
+            F.concat(F.lit("command_type "), cmd, F.lit(" is not a row command (") ,
+                     F.lit(", ".join(ROW_COMMANDS + CONTROL_COMMANDS)), F.lit(") and the record has no ddl_text")),
+        ),
+        ((is_row | is_ddl) & ~_present("scn"), "missing scn"),
+        ((is_row | is_ddl) & ~_present("position"), "missing position"),
+        (
+            (is_row | is_ddl) & (_get("scn", "bigint") > _get("commit_scn", "bigint")),
+            "scn is above commit_scn",
+        ),
+        (is_row & ~(_present("object_owner") & _present("object_name")), "row record without object_owner/object_name"),
+        (is_row & cmd.isin("INSERT") & ~_present("new_values"), "INSERT without new_values"),
+        (is_row & cmd.isin("UPDATE", "LOB_UPDATE") & ~_present("new_values"), "UPDATE without new_values"),
+        (is_row & cmd.isin("UPDATE", "LOB_UPDATE", "DELETE") & ~_present("old_values"), "UPDATE/DELETE without old_values"),
+    ]
+    out: Column | None = None
+    for cond, reason in reversed(checks):
+        value = reason if isinstance(reason, Column) else F.lit(reason)
+        out = F.when(cond, value).otherwise(out) if out is not None else F.when(cond, value)
+    return out
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """Lines (``raw``, ``_source_file``, …) → the same rows with ``_v`` and ``_reason``."""
+    return lines.withColumn("_v", F.expr("try_parse_json(raw)")).withColumn("_reason", _reason())
+
+
+def to_bronze(parsed: DataFrame) -> DataFrame:
+    """Valid parsed lines → rows of the bronze change-record table."""
+    cols = [_get(f, "string").alias(f) for f in STRING_FIELDS[:10]]
+    cols += [
+        F.expr("variant_get(_v, '$.old_values')").alias("old_values"),
+        F.expr("variant_get(_v, '$.new_values')").alias("new_values"),
+        _get("transaction_id", "string").alias("transaction_id"),
+        *(_get(f, "bigint").alias(f) for f in INTEGER_FIELDS),
+        F.try_to_timestamp(_get("commit_time", "string")).alias("commit_time"),
+        F.upper(_get("tag", "string")).alias("tag"),
+        F.col("raw"),
+        F.col("_landing"),
+        F.col("_txn_mode"),
+        F.col("_source_file"),
+        F.col("_ingest_batch"),
+        F.col("_ingested_at"),
+    ]
+    return parsed.where(F.col("_reason").isNull()).select(*cols)
+
+
+def to_quarantine(parsed: DataFrame) -> DataFrame:
+    """Invalid parsed lines → quarantine rows with the reason."""
+    return parsed.where(F.col("_reason").isNotNull()).select(
+        "raw",
+        F.col("_reason").alias("reason"),
+        "_landing",
+        "_source_file",
+        "_ingest_batch",
+        "_ingested_at",
+    )

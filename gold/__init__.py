@@ -1,0 +1,1 @@
+"""Gold: the apply plan and dbt materialisation of replicated target tables."""

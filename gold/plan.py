@@ -1,0 +1,365 @@
+"""The apply plan: one decision for all tables before any gold table is written.
+
+For the silver batches not applied yet, the plan
+1. finds the transactions that cannot be applied (a record that did not convert, a
+   table the dictionary does not know, no instantiation SCN) and sends each whole
+   transaction to the error queue, so none of it reaches any gold table;
+2. orders every target table's changes by commit time, source, commit SCN,
+   transaction and position (``_seq``) and groups them into row incarnations
+   (``_root``): an INSERT starts one, an UPDATE that changes the key carries it to the
+   new key (chains k1→k2→k3 included), a DELETE ends it;
+3. writes one plan table per target with work. The dbt model of the target filters
+   it by instantiation SCN and folds each incarnation into one MERGE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from lakestreams.config import Channel
+from silver.changes import change_table_name
+from silver.dictionary import TableDef
+from silver.run import append, load_dictionary
+
+GOLD_RUNS_DDL = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING, at TIMESTAMP"
+INSTANTIATION_DDL = (
+    "source_database STRING, owner STRING, table_name STRING, instantiation_scn BIGINT, origin STRING"
+)
+ERROR_QUEUE_DDL = (
+    "plan_id BIGINT, source_database STRING, transaction_id STRING, commit_scn BIGINT, error STRING, "
+    "failing_record STRING, records ARRAY<STRING>, record_count BIGINT"
+)
+PROGRESS_DDL = (
+    "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, "
+    "applied_commit_time TIMESTAMP, records BIGINT, applied_at TIMESTAMP"
+)
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """Work for one gold target table."""
+
+    model: str  # gold table / dbt model name, e.g. hr__regions
+    owner: str
+    table: str
+    definition: TableDef
+    plan_table: str
+
+
+@dataclass
+class Plan:
+    plan_id: int | None = None
+    silver_from: int | None = None
+    silver_to: int | None = None
+    targets: list[TargetPlan] = field(default_factory=list)
+    failed_transactions: int = 0
+
+
+def target_name(owner: str, table: str) -> str:
+    return f"{owner}__{table}".lower()
+
+
+def plan_table_name(model: str) -> str:
+    return f"plan__{model}"
+
+
+def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
+    st = channel.storage
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'gold_runs')} ({GOLD_RUNS_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'instantiation')} ({INSTANTIATION_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
+
+
+def _runs_state(spark: SparkSession, channel: Channel) -> DataFrame:
+    return (
+        spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
+        .groupBy("plan_id", "silver_from", "silver_to")
+        .agg(F.max(F.when(F.col("state") == "applied", 1).otherwise(0)).alias("applied"))
+    )
+
+
+def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
+    """The plan to run: an unfinished one again, else one over the new silver batches."""
+    st = channel.storage
+    runs = _runs_state(spark, channel)
+    unfinished = runs.where("applied = 0").orderBy("plan_id").first()
+    if unfinished is not None:
+        return int(unfinished["plan_id"]), int(unfinished["silver_from"]), int(unfinished["silver_to"])
+    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
+    silver_done = int(
+        spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
+        or 0
+    )
+    if silver_done <= last_to:
+        return None
+    row = spark.createDataFrame(
+        [(silver_done, last_to + 1, silver_done, "planned")],
+        "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING",
+    ).withColumn("at", F.current_timestamp())
+    append(row, st.table("silver", "gold_runs"), "gold.runs.planned", silver_done)
+    return silver_done, last_to + 1, silver_done
+
+
+def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
+    """Instantiation SCN per (source, table): set explicitly (channel/API), else implied by CREATE TABLE."""
+    st = channel.storage
+    implied = (
+        spark.table(st.table("silver", "dictionary").replace("`", ""))
+        .groupBy("source_database", "owner", "table_name")
+        .agg(F.min("revision_scn").alias("instantiation_scn"))
+        .withColumn("origin", F.lit("CREATE TABLE record"))
+    )
+    explicit_rows = [(i.source_database, i.owner, i.table, i.scn, "set_table_instantiation_scn") for i in channel.instantiation]
+    explicit = spark.createDataFrame(explicit_rows, INSTANTIATION_DDL)
+    return explicit.unionByName(implied.join(explicit, ["source_database", "owner", "table_name"], "left_anti"))
+
+
+def _key_struct(image: str, keys: tuple[str, ...]) -> Column:
+    return F.struct(*[F.col(f"{image}.`{k}`").alias(k) for k in keys])
+
+
+def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> DataFrame:
+    """Give each change the id (``_root``) of the row incarnation it belongs to.
+
+    Changes on one key form segments: a segment starts at an INSERT, at an UPDATE that
+    moves a row onto the key, or at a change on a key that held no row. A segment that
+    starts with a key move continues the incarnation of the segment the row came from;
+    those links are followed by pointer jumping, so driver work grows with the length
+    of key-move chains (log2), never with rows.
+    """
+    keys = table.key_columns
+    okey = _key_struct("_old", keys)
+    # An UPDATE's new key falls back to the old key for key columns it does not change.
+    nkey = F.struct(
+        *[
+            F.when(F.array_contains("_new_present", k), F.col(f"_new.`{k}`")).otherwise(F.col(f"_old.`{k}`")).alias(k)
+            for k in keys
+        ]
+    )
+    op = F.when(F.col("_command_type") == "INSERT", "I").when(F.col("_command_type") == "DELETE", "D").otherwise("U")
+    c = (
+        changes.withColumn("_op", op)
+        .withColumn("_okey", F.when(F.col("_op") == "I", nkey).otherwise(okey))
+        .withColumn("_nkey", F.when(F.col("_op") == "D", okey).otherwise(nkey))
+    )
+    # Touch events: a change touches its old key (leaving or staying) and its new key.
+    events = c.select(
+        "_seq", "_op", F.col("_okey").alias("_k"), F.lit("from").alias("_role"), F.col("_okey").alias("_o"), F.col("_nkey").alias("_n")
+    ).unionByName(
+        c.where(~F.col("_okey").eqNullSafe(F.col("_nkey"))).select(
+            "_seq", "_op", F.col("_nkey").alias("_k"), F.lit("to").alias("_role"), F.col("_okey").alias("_o"), F.col("_nkey").alias("_n")
+        )
+    )
+    # After an event the key holds a row unless the change was a DELETE or moved the row away.
+    events = events.withColumn(
+        "_holds", (F.col("_op") != "D") & F.col("_n").eqNullSafe(F.col("_k"))
+    ).withColumn(
+        "_starts",
+        (F.col("_op") == "I") | (F.col("_role") == "to"),
+    )
+    w = Window.partitionBy("_k").orderBy("_seq")
+    events = events.withColumn("_prev_holds", F.lag("_holds").over(w)).withColumn(
+        "_starts", F.col("_starts") | F.coalesce(~F.col("_prev_holds"), F.lit(True))
+    )
+    events = events.withColumn(
+        "_segment", F.sum(F.col("_starts").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0))
+    ).withColumn("_segment_start", F.first("_seq").over(Window.partitionBy("_k", "_segment").orderBy("_seq")))
+    # Every change belongs to the segment of its 'from' event (an INSERT's key is its new key).
+    member = events.where("_role = 'from'").select("_seq", F.col("_segment_start").alias("_node"))
+    # A move starts a segment on the new key whose parent is the segment on the old key.
+    link = events.where("_role = 'to'").select(F.col("_segment_start").alias("_node_to"), "_seq").join(
+        member.withColumnRenamed("_node", "_parent"), "_seq"
+    )
+    nodes = member.select("_node").distinct().join(
+        link.select(F.col("_node_to").alias("_node"), "_parent"), "_node", "left"
+    )
+    nodes = nodes.withColumn("_parent", F.coalesce("_parent", "_node")).localCheckpoint()
+    for _ in range(max_rounds):
+        hop = nodes.alias("a").join(
+            nodes.select(F.col("_node").alias("_p"), F.col("_parent").alias("_pp")),
+            F.col("a._parent") == F.col("_p"),
+            "left",
+        )
+        changed = hop.where(F.col("_pp").isNotNull() & (F.col("_pp") != F.col("a._parent"))).limit(1).count()
+        nodes = hop.select("_node", F.coalesce("_pp", "a._parent").alias("_parent")).localCheckpoint()
+        if not changed:
+            break
+    roots = member.join(nodes, "_node").select("_seq", F.col("_parent").cast("string").alias("_root"))
+    return c.join(roots, "_seq")
+
+
+def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
+    """Ordered, rooted changes of one target: the rows its dbt model reads."""
+    order = ["_commit_time", "_source_database", "_commit_scn", "_transaction_id", "_position"]
+    seq = changes.withColumn("_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint"))
+    return assign_roots(seq, table).select(
+        "_seq", "_root", "_op", "_okey", "_nkey", "_new", "_new_present",
+        "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
+    )
+
+
+def run_plan(spark: SparkSession, channel: Channel) -> Plan:
+    """Build the apply plan for the silver batches not applied yet (if any)."""
+    st = channel.storage
+    create_gold_tables(spark, channel)
+    opened = open_plan(spark, channel)
+    if opened is None:
+        return Plan()
+    plan_id, lo, hi = opened
+    plan = Plan(plan_id, lo, hi)
+    inst = effective_instantiation(spark, channel)
+    (
+        inst.write.format("delta").mode("overwrite").option("txnAppId", "gold.instantiation")
+        .option("txnVersion", plan_id).saveAsTable(st.table("silver", "instantiation").replace("`", ""))
+    )
+    inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
+    dictionary = load_dictionary(spark, channel)
+    in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
+    per_source: dict[tuple[str, str], list[tuple[str, DataFrame]]] = {}
+    existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
+    for src, owner, name in sorted(dictionary):
+        chg = change_table_name(src, owner, name)
+        if chg not in existing:
+            continue
+        df = spark.table(st.table("silver", chg).replace("`", "")).where(in_range)
+        per_source.setdefault((owner, name), []).append((src, df))
+    # 1. Transactions that fail, decided once for all tables.
+    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error"]
+    all_changes = [df.select(*meta, F.lit(o).alias("_owner"), F.lit(n).alias("_table"))
+                   for (o, n), items in per_source.items() for _, df in items]
+    txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
+    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
+    failures = txn_errors
+    if all_changes:
+        union = reduce(DataFrame.unionByName, all_changes)
+        with_inst = union.join(
+            inst.select(F.col("source_database").alias("_source_database"), F.col("owner").alias("_owner"),
+                        F.col("table_name").alias("_table"), "instantiation_scn"),
+            ["_source_database", "_owner", "_table"], "left",
+        )
+        row_errors = with_inst.select(
+            "_source_database", "_transaction_id",
+            F.coalesce(
+                "_error",
+                F.when(F.col("instantiation_scn").isNull(), F.concat(
+                    F.lit("no instantiation SCN for "), F.col("_owner"), F.lit("."), F.col("_table"),
+                    F.lit(" from "), F.col("_source_database"),
+                    F.lit(" (set_table_instantiation_scn, a snapshot, or its CREATE TABLE record)"))),
+            ).alias("_error"),
+            F.lit(None).cast("string").alias("failing_record"),
+        ).where("_error IS NOT NULL")
+        failures = failures.unionByName(row_errors)
+    first = Window.partitionBy("_source_database", "_transaction_id").orderBy(F.col("failing_record").isNull(), "_error")
+    failed = failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n").persist()
+    ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
+    txns = spark.table(st.table("silver", "transactions").replace("`", "")).where("status = 'COMMITTED'")
+    entries = (
+        failed.join(
+            ledger.select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), "position", "raw"),
+            ["_source_database", "_transaction_id"],
+        )
+        .groupBy("_source_database", "_transaction_id", "_error", "failing_record")
+        .agg(F.sort_array(F.collect_list(F.struct("position", "raw"))).alias("_recs"))
+        .join(txns.select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), "commit_scn"),
+              ["_source_database", "_transaction_id"], "left")
+        .select(
+            F.lit(plan_id).cast("bigint").alias("plan_id"),
+            F.col("_source_database").alias("source_database"),
+            F.col("_transaction_id").alias("transaction_id"),
+            "commit_scn",
+            F.col("_error").alias("error"),
+            F.coalesce("failing_record", F.element_at("_recs", 1)["raw"]).alias("failing_record"),
+            F.transform("_recs", lambda r: r["raw"]).alias("records"),
+            F.size("_recs").cast("bigint").alias("record_count"),
+        )
+    )
+    append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
+    # 2./3. Per target: drop failed transactions, order, root, write the plan table.
+    bad = failed.select("_source_database", "_transaction_id")
+    outcome_parts = []
+    for (owner, name), items in sorted(per_source.items()):
+        tdef = dictionary[(items[0][0], owner, name)]
+        model = target_name(owner, name)
+        changes = reduce(DataFrame.unionByName, [df for _, df in items])
+        ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
+        plan_rows = build_target_plan(ok, tdef)
+        ptable = st.table("silver", plan_table_name(model))
+        (
+            plan_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            .option("txnAppId", f"gold.plan.{model}").option("txnVersion", plan_id)
+            .saveAsTable(ptable.replace("`", ""))
+        )
+        written = spark.table(ptable.replace("`", ""))
+        if written.limit(1).count():
+            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
+        table_inst = inst.where((F.col("owner") == owner) & (F.col("table_name") == name)).select(
+            F.col("source_database").alias("_source_database"), "instantiation_scn"
+        )
+        tagged = changes.join(
+            bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
+        ).join(table_inst, "_source_database", "left")
+        outcome_parts.append(
+            tagged.select(
+                "_source_database", "_transaction_id",
+                F.lit(owner).alias("owner"), F.lit(name).alias("table_name"),
+                F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
+                .when(F.col("_commit_scn") <= F.col("instantiation_scn"), "below_instantiation")
+                .otherwise("applied").alias("bucket"),
+            )
+        )
+    unroutable = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
+    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
+             F.lit(None).cast("string").alias("owner"), F.lit(None).cast("string").alias("table_name"), F.lit("error").alias("bucket"))
+    outcome_parts.append(unroutable)
+    outcomes = (
+        reduce(DataFrame.unionByName, outcome_parts)
+        .groupBy("_source_database", "_transaction_id", "owner", "table_name", "bucket")
+        .count()
+        .select(
+            F.lit(plan_id).cast("bigint").alias("batch"), F.lit("plan").alias("stage"),
+            F.col("_source_database").alias("source_database"), F.col("_transaction_id").alias("transaction_id"),
+            "owner", "table_name", "bucket", F.lit(None).cast("string").alias("reason"), F.col("count").alias("records"),
+        )
+    )
+    append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
+    plan.failed_transactions = failed.count()
+    failed.unpersist()
+    return plan
+
+
+def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
+    """Apply progress per target and source, then mark the plan applied."""
+    st = channel.storage
+    parts = []
+    inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
+    for t in plan.targets:
+        rows = spark.table(st.table("silver", t.plan_table).replace("`", "")).join(
+            inst.where((F.col("owner") == t.owner) & (F.col("table_name") == t.table)).select(
+                F.col("source_database").alias("_source_database"), "instantiation_scn"
+            ),
+            "_source_database",
+        ).where(F.col("_commit_scn") > F.col("instantiation_scn"))
+        parts.append(
+            rows.groupBy("_source_database").agg(
+                F.max("_commit_scn").alias("applied_scn"), F.max("_commit_time").alias("applied_commit_time"), F.count("*").alias("records")
+            ).select(
+                F.lit(plan.plan_id).cast("bigint").alias("plan_id"), F.lit(t.model).alias("target"),
+                F.col("_source_database").alias("source_database"), "applied_scn", "applied_commit_time", "records",
+                F.current_timestamp().alias("applied_at"),
+            )
+        )
+    if parts:
+        append(reduce(DataFrame.unionByName, parts), st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
+    row = spark.createDataFrame(
+        [(plan.plan_id, plan.silver_from, plan.silver_to, "applied")],
+        "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING",
+    ).withColumn("at", F.current_timestamp())
+    append(row, st.table("silver", "gold_runs"), "gold.runs.applied", plan.plan_id)

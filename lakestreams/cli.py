@@ -1,0 +1,111 @@
+"""The ``lakestreams`` command: thin entry points over the library (also the bundle's tasks)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from lakestreams.config import Channel, check_identifier, load_channel
+from lakestreams.errors import ReplicationError
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_CHANNEL = REPO / "sample_data" / "hr_demo.yml"
+
+
+def _channel(args: argparse.Namespace) -> Channel:
+    ch = load_channel(args.channel)
+    storage = ch.storage
+    if getattr(args, "catalog", None):
+        storage = dataclasses.replace(storage, catalog=check_identifier(args.catalog, "--catalog"))
+    if getattr(args, "schema", None):
+        storage = dataclasses.replace(storage, schema=check_identifier(args.schema, "--schema"))
+    return ch.replace(storage=storage)
+
+
+def _session(ch: Channel):
+    from lakestreams.spark import build_session, ensure_schemas
+
+    spark = build_session(ch.storage.warehouse)
+    ensure_schemas(spark, ch.storage)
+    return spark
+
+
+def _print_summary(spark, ch: Channel) -> int:
+    from lakestreams.audit import run_audit
+    from lakestreams.pipeline import format_summary, gold_summary
+
+    audit = run_audit(spark, ch)
+    eq = ch.storage.table("gold", "error_queue").replace("`", "")
+    errors = spark.table(eq).count() if spark.catalog.tableExists(eq) else 0
+    print(format_summary(audit, gold_summary(spark, ch), errors))
+    return 0 if audit.ok else 3
+
+
+def cmd_run(args: argparse.Namespace, stages: tuple[str, ...]) -> int:
+    from lakestreams.pipeline import run_pipeline
+
+    ch = _channel(args)
+    spark = _session(ch)
+    run_pipeline(spark, ch, stages)
+    if stages == ("bronze", "silver", "gold"):
+        return _print_summary(spark, ch)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    ch = _channel(args)
+    return _print_summary(_session(ch), ch)
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
+    ch = _channel(args)
+    spark = _session(ch)
+    for layer in ("bronze", "silver"):
+        for t in spark.catalog.listTables(ch.storage.schema_name(layer)):
+            name = ch.storage.table(layer, t.name)
+            spark.sql(f"OPTIMIZE {name}")
+            spark.sql(f"VACUUM {name}")
+            print(f"maintained {name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lakestreams", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--channel", default=str(DEMO_CHANNEL), help="channel YAML file")
+        p.add_argument("--catalog", help="Unity Catalog catalog (overrides the channel file)")
+        p.add_argument("--schema", help="schema prefix (overrides the channel file)")
+        return p
+
+    add("run", "bronze → silver → gold, then the summary")
+    add("demo", "run the bundled HR sample end to end and print the summary")
+    add("bronze", "ingest new landing files")
+    add("silver", "sequence, filter and type new bronze records")
+    add("gold", "plan and apply (dbt) the new silver batches")
+    add("audit", "check the accounting identities; exit 3 when unbalanced")
+    add("maintain", "OPTIMIZE and VACUUM bronze and silver")
+    args = parser.parse_args(argv)
+    try:
+        if args.command in ("run", "demo"):
+            return cmd_run(args, ("bronze", "silver", "gold"))
+        if args.command in ("bronze", "silver", "gold"):
+            return cmd_run(args, (args.command,))
+        if args.command == "audit":
+            return cmd_audit(args)
+        if args.command == "maintain":
+            return cmd_maintain(args)
+    except ReplicationError as e:
+        print(f"lakestreams: {e}", file=sys.stderr)
+        return 2
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

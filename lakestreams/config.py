@@ -1,0 +1,334 @@
+"""Typed channel configuration, loaded from YAML and validated on load.
+
+A channel file says where change records land, how their transactions are known
+to be complete, which rules the capture and apply clients use, and where every
+table lives. Every error names the key, the bad value and what is accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lakestreams.errors import ConfigError
+
+#: Unquoted Oracle/Spark identifier we accept for owners, tables, columns and names.
+IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}$")
+#: Global database name: dot-separated identifiers (DBS1.EXAMPLE.COM).
+GLOBAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*(\.[A-Za-z][A-Za-z0-9_$#]*)*$")
+
+LANDING_FORMATS = ("native",)
+TRANSACTION_MODES = ("commit_records", "whole_file")
+NUMBER_POLICIES = ("decimal", "double", "string")
+CLIENT_TYPES = ("capture", "apply")
+
+
+def check_identifier(value: Any, where: str) -> str:
+    """Return ``value`` if it is a plain identifier, else raise ConfigError naming ``where``."""
+    if not isinstance(value, str) or not IDENTIFIER.match(value):
+        raise ConfigError(
+            f"{where}: {value!r} is not a valid identifier "
+            "(a letter, then letters, digits, _, $ or #; at most 128 characters)"
+        )
+    return value
+
+
+def check_global_name(value: Any, where: str) -> str:
+    """Upper-case a global database name after checking its form."""
+    if not isinstance(value, str) or not GLOBAL_NAME.match(value):
+        raise ConfigError(
+            f"{where}: {value!r} is not a global database name (e.g. DBS1.EXAMPLE.COM)"
+        )
+    return value.upper()
+
+
+def split_table_name(value: Any, where: str) -> tuple[str, str]:
+    """``'hr.regions'`` → ``('HR', 'REGIONS')``; both parts must be identifiers."""
+    if not isinstance(value, str) or value.count(".") != 1:
+        raise ConfigError(f"{where}: {value!r} is not an owner.table name (e.g. hr.regions)")
+    owner, table = value.split(".")
+    return (
+        check_identifier(owner, where).upper(),
+        check_identifier(table, where).upper(),
+    )
+
+
+def _take(data: Any, where: str, allowed: dict[str, Any]) -> dict[str, Any]:
+    """Check a mapping's keys against ``allowed`` (key → default) and fill defaults."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; accepted keys: {', '.join(sorted(allowed))}"
+        )
+    out = dict(allowed)
+    out.update(data)
+    missing = [k for k, v in out.items() if v is _REQUIRED]
+    if missing:
+        raise ConfigError(f"{where}: missing required key {missing[0]!r}")
+    return out
+
+
+_REQUIRED = object()
+
+
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {value!r} is not true or false")
+    return value
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where tables, checkpoints and dbt's working copy live."""
+
+    warehouse: Path
+    state: Path
+    catalog: str | None = None
+    schema: str = "lakestreams"
+
+    def schema_name(self, layer: str) -> str:
+        """The schema (database) of a layer, e.g. ``lakestreams_silver``."""
+        return f"{self.schema}_{layer}"
+
+    def table(self, layer: str, name: str) -> str:
+        """Quoted table name, two-part locally, three-part with a catalog."""
+        parts = [self.catalog] if self.catalog else []
+        parts += [self.schema_name(layer), name]
+        return ".".join(f"`{p}`" for p in parts)
+
+
+@dataclass(frozen=True)
+class Landing:
+    """One landing folder: its format and how transaction completeness is known."""
+
+    name: str
+    path: Path
+    format: str = "native"
+    transactions: str = "commit_records"
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A system-created rule request, as DBMS_STREAMS_ADM.ADD_*_RULES takes it."""
+
+    level: str  # GLOBAL | SCHEMA | TABLE
+    owner: str | None = None
+    table: str | None = None
+    include_dml: bool = True
+    include_ddl: bool = False
+    include_tagged_lcr: bool = False
+    source_database: str | None = None
+    inclusion_rule: bool = True
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """A rules-engine client (capture or apply) and its rule sets."""
+
+    streams_type: str
+    name: str
+    positive_rule_set: str | None = None
+    negative_rule_set: str | None = None
+    rules: tuple[RuleSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class InstantiationSpec:
+    source_database: str
+    owner: str
+    table: str
+    scn: int
+
+
+@dataclass(frozen=True)
+class TypePolicy:
+    """How Oracle types without a stated precision map to Spark."""
+
+    number_without_precision: str = "decimal"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A whole channel: the declarative side of the Python API in ``lakestreams.api``."""
+
+    name: str
+    storage: Storage
+    landing: tuple[Landing, ...]
+    clients: tuple[ClientSpec, ...] = ()
+    instantiation: tuple[InstantiationSpec, ...] = ()
+    types: TypePolicy = field(default_factory=TypePolicy)
+    source_path: Path | None = None
+
+    def client(self, streams_type: str) -> ClientSpec | None:
+        for c in self.clients:
+            if c.streams_type == streams_type:
+                return c
+        return None
+
+    def replace(self, **changes: Any) -> Channel:
+        return dataclasses.replace(self, **changes)
+
+
+def _rule(data: Any, where: str) -> RuleSpec:
+    d = _take(
+        data,
+        where,
+        {
+            "global": False,
+            "schema": None,
+            "table": None,
+            "include_dml": True,
+            "include_ddl": False,
+            "include_tagged_lcr": False,
+            "source_database": None,
+            "inclusion_rule": True,
+        },
+    )
+    levels = [k for k in ("global", "schema", "table") if d[k] not in (None, False)]
+    if len(levels) != 1:
+        raise ConfigError(f"{where}: give exactly one of global: true, schema: NAME, table: OWNER.NAME")
+    owner = table = None
+    if levels[0] == "schema":
+        owner = check_identifier(d["schema"], f"{where}.schema").upper()
+    elif levels[0] == "table":
+        owner, table = split_table_name(d["table"], f"{where}.table")
+    elif d["global"] is not True:
+        raise ConfigError(f"{where}.global: {d['global']!r} is not true")
+    src = d["source_database"]
+    return RuleSpec(
+        level=levels[0].upper(),
+        owner=owner,
+        table=table,
+        include_dml=_bool(d["include_dml"], f"{where}.include_dml"),
+        include_ddl=_bool(d["include_ddl"], f"{where}.include_ddl"),
+        include_tagged_lcr=_bool(d["include_tagged_lcr"], f"{where}.include_tagged_lcr"),
+        source_database=None if src is None else check_global_name(src, f"{where}.source_database"),
+        inclusion_rule=_bool(d["inclusion_rule"], f"{where}.inclusion_rule"),
+    )
+
+
+def _client(streams_type: str, data: Any, where: str) -> ClientSpec:
+    d = _take(
+        data,
+        where,
+        {"name": streams_type, "positive_rule_set": None, "negative_rule_set": None, "rules": []},
+    )
+    if not isinstance(d["rules"], list):
+        raise ConfigError(f"{where}.rules: expected a list of rules")
+    for key in ("positive_rule_set", "negative_rule_set"):
+        if d[key] is not None:
+            check_identifier(d[key], f"{where}.{key}")
+    return ClientSpec(
+        streams_type=streams_type,
+        name=check_identifier(d["name"], f"{where}.name"),
+        positive_rule_set=d["positive_rule_set"],
+        negative_rule_set=d["negative_rule_set"],
+        rules=tuple(_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(d["rules"])),
+    )
+
+
+def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None) -> Channel:
+    """Build and validate a Channel from parsed YAML; relative paths are from ``base_dir``."""
+    d = _take(
+        data,
+        "channel",
+        {
+            "name": _REQUIRED,
+            "storage": {},
+            "landing": _REQUIRED,
+            "capture": None,
+            "apply": None,
+            "instantiation": [],
+            "types": {},
+        },
+    )
+    name = check_identifier(d["name"], "channel.name")
+    s = _take(
+        d["storage"],
+        "storage",
+        {"warehouse": ".lakestreams/warehouse", "state": ".lakestreams/state", "catalog": None, "schema": "lakestreams"},
+    )
+    catalog = s["catalog"]
+    if catalog is not None:
+        check_identifier(catalog, "storage.catalog")
+    storage = Storage(
+        warehouse=(base_dir / str(s["warehouse"])).resolve(),
+        state=(base_dir / str(s["state"])).resolve(),
+        catalog=catalog,
+        schema=check_identifier(s["schema"], "storage.schema"),
+    )
+    if not isinstance(d["landing"], list) or not d["landing"]:
+        raise ConfigError("landing: expected a non-empty list of landing folders")
+    landings = []
+    for i, item in enumerate(d["landing"]):
+        where = f"landing[{i}]"
+        ld = _take(item, where, {"name": _REQUIRED, "path": _REQUIRED, "format": "native", "transactions": "commit_records"})
+        landings.append(
+            Landing(
+                name=check_identifier(ld["name"], f"{where}.name"),
+                path=(base_dir / str(ld["path"])).resolve(),
+                format=_choice(ld["format"], f"{where}.format", LANDING_FORMATS),
+                transactions=_choice(ld["transactions"], f"{where}.transactions", TRANSACTION_MODES),
+            )
+        )
+    if len({ld.name for ld in landings}) != len(landings):
+        raise ConfigError("landing: landing names must be unique")
+    clients = tuple(
+        _client(t, d[t], t) for t in CLIENT_TYPES if d[t] is not None
+    )
+    inst = []
+    if not isinstance(d["instantiation"], list):
+        raise ConfigError("instantiation: expected a list")
+    for i, item in enumerate(d["instantiation"]):
+        where = f"instantiation[{i}]"
+        it = _take(item, where, {"table": _REQUIRED, "source_database": _REQUIRED, "scn": _REQUIRED})
+        owner, table = split_table_name(it["table"], f"{where}.table")
+        scn = it["scn"]
+        if not isinstance(scn, int) or isinstance(scn, bool) or scn < 0:
+            raise ConfigError(f"{where}.scn: {scn!r} is not a non-negative integer SCN")
+        inst.append(InstantiationSpec(check_global_name(it["source_database"], f"{where}.source_database"), owner, table, scn))
+    t = _take(d["types"], "types", {"number_without_precision": "decimal"})
+    types = TypePolicy(
+        number_without_precision=_choice(
+            t["number_without_precision"], "types.number_without_precision", NUMBER_POLICIES
+        )
+    )
+    return Channel(
+        name=name,
+        storage=storage,
+        landing=tuple(landings),
+        clients=clients,
+        instantiation=tuple(inst),
+        types=types,
+        source_path=source_path,
+    )
+
+
+def load_channel(path: str | Path) -> Channel:
+    """Load a channel YAML file; errors name the file, the key and what is accepted."""
+    p = Path(path).resolve()
+    try:
+        data = yaml.safe_load(p.read_text())
+    except FileNotFoundError as e:
+        raise ConfigError(f"channel file {p} does not exist") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from e
+    try:
+        return channel_from_dict(data, p.parent, p)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from e

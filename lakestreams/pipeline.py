@@ -1,0 +1,118 @@
+"""The main job: bronze → silver → apply plan → gold (dbt), and its summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from bronze.ingest import IngestCounts, run_bronze
+from gold.dbt import apply_targets
+from gold.plan import Plan, TargetPlan, plan_table_name, record_progress, run_plan, target_name
+from lakestreams.audit import Audit
+from lakestreams.config import Channel
+from lakestreams.spark import ensure_schemas
+from silver.run import SilverResult, load_dictionary, run_silver
+
+STAGES = ("bronze", "silver", "gold")
+
+
+@dataclass
+class RunResult:
+    bronze: list[IngestCounts] = field(default_factory=list)
+    silver: list[SilverResult] = field(default_factory=list)
+    plan: Plan | None = None
+    dbt: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
+    """Every target table the dictionary knows and the plan has a table for."""
+    silver = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
+    out: dict[str, TargetPlan] = {}
+    for (_, owner, name), tdef in sorted(load_dictionary(spark, channel).items()):
+        model = target_name(owner, name)
+        if plan_table_name(model) in silver:
+            out[model] = TargetPlan(model, owner, name, tdef, plan_table_name(model))
+    return list(out.values())
+
+
+def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
+    plan = run_plan(spark, channel)
+    if plan.plan_id is None:
+        return plan, []
+    results = apply_targets(spark, channel, plan, known_targets(spark, channel))
+    record_progress(spark, channel, plan)
+    return plan, results
+
+
+def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] = STAGES) -> RunResult:
+    """Run the chosen stages in order; each is idempotent and restartable."""
+    ensure_schemas(spark, channel.storage)
+    result = RunResult()
+    if "bronze" in stages:
+        result.bronze = run_bronze(spark, channel)
+    if "silver" in stages:
+        from silver.run import create_silver_tables
+
+        create_silver_tables(spark, channel)
+        while True:
+            r = run_silver(spark, channel)
+            if r.batch is None:
+                break
+            result.silver.append(r)
+    if "gold" in stages:
+        result.plan, result.dbt = run_gold(spark, channel)
+    return result
+
+
+@dataclass
+class GoldTableSummary:
+    name: str
+    rows: int
+    applied: list[tuple[str, int]]
+
+
+def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary]:
+    """Each gold table with its row count and applied SCN per source database."""
+    st = channel.storage
+    progress_name = st.table("gold", "apply_progress").replace("`", "")
+    if not spark.catalog.tableExists(progress_name):
+        return []
+    latest = {
+        (r["target"], r["source_database"]): int(r["scn"])
+        for r in spark.table(progress_name).groupBy("target", "source_database").agg(F.max("applied_scn").alias("scn")).collect()
+    }
+    out = []
+    for t in sorted(spark.catalog.listTables(st.schema_name("gold")), key=lambda t: t.name):
+        if t.name in ("apply_progress", "error_queue"):
+            continue
+        rows = spark.table(st.table("gold", t.name).replace("`", "")).count()
+        applied = sorted((src, scn) for (tgt, src), scn in latest.items() if tgt == t.name)
+        out.append(GoldTableSummary(t.name, rows, applied))
+    return out
+
+
+def format_summary(audit: Audit, tables: list[GoldTableSummary], error_queue: int) -> str:
+    b = audit.buckets
+    lines = [
+        "lakestreams run summary",
+        f"  records landed      {audit.landed:>9}",
+        f"  quarantined         {audit.quarantined:>9}",
+        f"  bronze              {audit.bronze:>9}",
+        f"  duplicate           {b.get('duplicate', 0):>9}",
+        f"  pending             {b.get('pending', 0):>9}",
+        f"  applied             {b.get('applied', 0):>9}",
+        f"  discarded (rules)   {b.get('discarded', 0):>9}",
+        f"  below instantiation {b.get('below_instantiation', 0):>9}",
+        f"  errors              {b.get('error', 0):>9}  ({error_queue} transactions in the error queue)",
+        f"  DDL                 {b.get('ddl', 0):>9}",
+        f"  commit/rollback     {b.get('control', 0):>9}",
+        f"  rolled back         {b.get('rolled_back', 0):>9}",
+        "  accounting          " + ("balanced" if audit.ok else "UNBALANCED: " + "; ".join(audit.problems)),
+        "gold tables",
+    ]
+    for t in tables:
+        scns = ", ".join(f"{s} @ {n}" for s, n in t.applied) or "nothing applied"
+        lines.append(f"  {t.name:<24} {t.rows:>7} rows   applied SCN: {scns}")
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""The local SparkSession with Delta, and table registration for local runs.
+
+Delta's jars come from Maven Central through Ivy at first start (the same
+coordinates ``configure_spark_with_delta_pip`` would use), or from a local jar
+folder named by ``LAKESTREAMS_JARS_DIR`` for machines without Maven access.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakestreams.config import Storage
+
+#: delta-spark 4.4.1 is pinned on PyPI, but its jars were never published to Maven
+#: Central (only 4.4.0 is there for Spark 4.1/4.2). 4.4.0 jars serve the 4.4.1 Python API.
+DEFAULT_DELTA_JAR_VERSION = "4.4.0"
+LAYERS = ("bronze", "silver", "gold")
+
+
+def delta_maven_coordinates() -> str:
+    """Maven coordinates of the Delta jar matching the installed pyspark."""
+    import pyspark
+
+    major_minor = ".".join(pyspark.__version__.split(".")[:2])
+    version = os.environ.get("LAKESTREAMS_DELTA_JAR_VERSION", DEFAULT_DELTA_JAR_VERSION)
+    return f"io.delta:delta-spark_{major_minor}_2.13:{version}"
+
+
+def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_partitions: int = int(os.environ.get("LAKESTREAMS_SHUFFLE_PARTITIONS", "4"))) -> SparkSession:
+    """Get or create the local SparkSession with Delta, warehouse at ``warehouse``."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = (
+        SparkSession.builder.master(os.environ.get("LAKESTREAMS_SPARK_MASTER", "local[2]"))
+        .appName(app_name)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.warehouse.dir", str(Path(warehouse).resolve()))
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("LAKESTREAMS_DRIVER_MEMORY", "4g"))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Small local tables: Delta's default 50 snapshot partitions cost more than they save.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    )
+    jar_dir = os.environ.get("LAKESTREAMS_JARS_DIR")
+    if jar_dir:
+        jars = sorted(str(p) for p in Path(jar_dir).glob("*.jar"))
+        if not jars:
+            raise RuntimeError(f"LAKESTREAMS_JARS_DIR={jar_dir} holds no .jar files")
+        builder = builder.config("spark.jars", ",".join(jars))
+    else:
+        builder = builder.config("spark.jars.packages", delta_maven_coordinates())
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
+    """Create the layer schemas and, locally, re-register tables found in the warehouse.
+
+    Locally the catalog lives in memory, so tables written by an earlier process are
+    registered again from their Delta folders; on Databricks (a catalog is set) Unity
+    Catalog keeps them and nothing is registered.
+    """
+    if storage.catalog:
+        spark.sql(f"USE CATALOG `{storage.catalog}`")
+    for layer in LAYERS:
+        schema = storage.schema_name(layer)
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
+        if storage.catalog:
+            continue
+        folder = Path(storage.warehouse) / f"{schema}.db"
+        if not folder.is_dir():
+            continue
+        existing = {t.name for t in spark.catalog.listTables(schema)}
+        for sub in sorted(folder.iterdir()):
+            if (sub / "_delta_log").is_dir() and sub.name not in existing:
+                spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS `{schema}`.`{sub.name}` USING DELTA LOCATION '{sub.as_posix()}'"
+                )
+
+
+def table_exists(spark: SparkSession, qualified: str) -> bool:
+    return spark.catalog.tableExists(qualified.replace("`", ""))

@@ -1,0 +1,1 @@
+"""Silver: sequencing, rules, the source dictionary and typed change tables."""

@@ -1,0 +1,150 @@
+"""Typed change rows: VARIANT images → typed structs, presence lists and errors.
+
+Pure transformations: they take DataFrames and return DataFrames. A value that does
+not convert, a column the dictionary does not know and a missing key are errors on
+the row (``_error``); the apply plan sends the whole transaction to the error queue.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from silver.dictionary import ColumnDef, TableDef
+
+META = (
+    "_source_database",
+    "_transaction_id",
+    "_scn",
+    "_commit_scn",
+    "_commit_time",
+    "_position",
+    "_command_type",
+    "_tag",
+    "_silver_batch",
+)
+
+
+def _path(name: str) -> str:
+    # Names come from the parsed dictionary (identifiers); brackets keep $ and # literal.
+    return "$[\"" + name.replace('"', "") + "\"]"
+
+
+def _raw(image: str, c: ColumnDef) -> Column:
+    return F.expr(f"variant_get({image}, '{_path(c.name)}')")
+
+
+def _typed(image: str, c: ColumnDef) -> Column:
+    t = c.type
+    if t.hex_binary:
+        value = F.expr(f"try_to_binary(try_variant_get({image}, '{_path(c.name)}', 'string'), 'hex')")
+    elif t.spark == "VARIANT":
+        value = _raw(image, c)
+    else:
+        value = F.expr(f"try_variant_get({image}, '{_path(c.name)}', '{t.spark}')")
+    if t.empty_is_null:
+        value = F.when(value == F.lit(""), F.lit(None)).otherwise(value)
+    return value
+
+
+def _is_value(image: str, c: ColumnDef) -> Column:
+    """The image holds a non-null JSON value for the column."""
+    raw = _raw(image, c)
+    return raw.isNotNull() & ~F.expr(f"is_variant_null(variant_get({image}, '{_path(c.name)}'))")
+
+
+def _present(image: str) -> Column:
+    keys = F.expr(f"map_keys(try_variant_get({image}, '$', 'map<string,variant>'))")
+    return F.when(F.col(image).isNull(), F.array().cast("array<string>")).otherwise(F.array_sort(keys))
+
+
+def _column_errors(image: str, label: str, c: ColumnDef) -> list[Column]:
+    t = c.type
+    typed = _typed(image, c)
+    errs = [
+        F.when(
+            _is_value(image, c) & typed.isNull() & ~(F.lit(t.empty_is_null) & (_raw(image, c).cast("string") == "")),
+            F.lit(f"{label} value of {c.name} does not convert to {t.oracle} ({t.spark})"),
+        )
+    ]
+    if t.max_length:
+        errs.append(
+            F.when(
+                F.length(typed) > F.lit(t.max_length),
+                F.lit(f"{label} value of {c.name} is longer than {t.max_length} characters ({t.oracle})"),
+            )
+        )
+    return errs
+
+
+def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> DataFrame:
+    """Released, accepted row records of one source table → typed change rows."""
+    known = F.array(*[F.lit(n) for n in table.column_names]).cast("array<string>")
+    df = records.select(
+        F.col("source_database").alias("_source_database"),
+        F.col("transaction_id").alias("_transaction_id"),
+        F.col("scn").alias("_scn"),
+        F.col("commit_scn").alias("_commit_scn"),
+        F.col("commit_time").alias("_commit_time"),
+        F.col("position").alias("_position"),
+        F.col("command_type").alias("_command_type"),
+        F.col("tag").alias("_tag"),
+        F.lit(silver_batch).cast("bigint").alias("_silver_batch"),
+        "old_values",
+        "new_values",
+    )
+    old_present = _present("old_values")
+    new_present = _present("new_values")
+    errors: list[Column] = []
+    for img, label in (("old_values", "old"), ("new_values", "new")):
+        for c in table.columns:
+            errors += _column_errors(img, label, c)
+    unknown = F.array_except(F.array_union(old_present, new_present), known)
+    errors.append(
+        F.when(
+            F.size(unknown) > 0,
+            F.concat(
+                F.lit(f"column(s) not in the source dictionary of {table.owner}.{table.name}: "),
+                F.array_join(unknown, ", "),
+            ),
+        )
+    )
+    cmd = F.col("_command_type")
+    for k in table.key_columns:
+        c = table.column(k)
+        errors.append(
+            F.when(
+                cmd.isin("UPDATE", "DELETE", "LOB_UPDATE") & ~_is_value("old_values", c),
+                F.lit(f"old image has no value for key column {k}"),
+            )
+        )
+        if table.key_kind == "PRIMARY KEY":
+            errors.append(
+                F.when(cmd == "INSERT", F.when(~_is_value("new_values", c), F.lit(f"INSERT has no value for key column {k}")))
+            )
+    errors.append(F.when(cmd == "TRUNCATE", F.lit("TRUNCATE is not applied yet")))
+    all_errors = F.filter(F.array(*errors), lambda x: x.isNotNull())
+    return df.select(
+        *META,
+        F.struct(*[_typed("old_values", c).alias(c.name) for c in table.columns]).alias("_old"),
+        F.struct(*[_typed("new_values", c).alias(c.name) for c in table.columns]).alias("_new"),
+        old_present.alias("_old_present"),
+        new_present.alias("_new_present"),
+        F.when(F.size(all_errors) > 0, F.array_join(all_errors, "; ")).alias("_error"),
+    )
+
+
+def change_table_ddl(table: TableDef) -> str:
+    """Column list of a typed change table."""
+    cols = ", ".join(f"`{c.name}`: {c.type.spark}" for c in table.columns)
+    return (
+        "_source_database STRING, _transaction_id STRING, _scn BIGINT, _commit_scn BIGINT, "
+        "_commit_time TIMESTAMP, _position BIGINT, _command_type STRING, _tag STRING, "
+        f"_silver_batch BIGINT, _old STRUCT<{cols}>, _new STRUCT<{cols}>, "
+        "_old_present ARRAY<STRING>, _new_present ARRAY<STRING>, _error STRING"
+    )
+
+
+def change_table_name(source_database: str, owner: str, table: str) -> str:
+    """``chg__dbs1_example_com__hr__regions``: one change table per source object."""
+    return "chg__" + "__".join(p.lower().replace(".", "_") for p in (source_database, owner, table))

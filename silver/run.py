@@ -1,0 +1,342 @@
+"""The silver stage: bronze records → ledger, transactions, dictionary, typed change tables.
+
+One silver batch reads the bronze versions that are new since the last batch (Delta
+change data feed). The batch's range is logged *before* anything is written, and every
+write carries ``txnAppId``/``txnVersion`` = (stage table, batch): a batch killed half-way
+is re-run over the same range and Delta skips the writes that already committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from bronze.ingest import BRONZE_TABLE
+from lakestreams.config import Channel
+from lakestreams.errors import DdlError
+from silver.changes import change_table_ddl, change_table_name, type_changes
+from silver.dictionary import (
+    DDL_LOG_DDL,
+    DICTIONARY_DDL,
+    TableDef,
+    parse_create_table,
+    table_def_from_row,
+    table_def_to_row,
+)
+from silver.rules import CONTROL_COMMANDS, build_client, discard_reason
+
+RUNS_DDL = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING, at TIMESTAMP"
+TXN_DDL = (
+    "source_database STRING, transaction_id STRING, status STRING, commit_scn BIGINT, "
+    "commit_time TIMESTAMP, released_batch BIGINT"
+)
+OUTCOMES_DDL = (
+    "batch BIGINT, stage STRING, source_database STRING, transaction_id STRING, owner STRING, "
+    "table_name STRING, bucket STRING, reason STRING, records BIGINT"
+)
+TXN_ERRORS_DDL = (
+    "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, "
+    "failing_record STRING"
+)
+
+
+@dataclass
+class SilverResult:
+    batch: int | None = None
+    bronze_from: int | None = None
+    bronze_to: int | None = None
+    released_transactions: int = 0
+    tables: list[str] = field(default_factory=list)
+
+
+def _t(channel: Channel, name: str) -> str:
+    return channel.storage.table("silver", name)
+
+
+def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
+    from bronze.records import BRONZE_DDL
+
+    ledger_ddl = BRONZE_DDL + ", record_hash STRING, is_duplicate BOOLEAN, silver_batch BIGINT"
+    for name, ddl in (
+        ("runs", RUNS_DDL),
+        ("ledger", ledger_ddl),
+        ("transactions", TXN_DDL),
+        ("dictionary", DICTIONARY_DDL),
+        ("ddl_log", DDL_LOG_DDL),
+        ("outcomes", OUTCOMES_DDL),
+        ("txn_errors", TXN_ERRORS_DDL),
+    ):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
+
+
+def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
+    """Idempotent append: Delta skips it if (app_id, version) already committed."""
+    (
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", version)
+        .saveAsTable(table.replace("`", ""))
+    )
+
+
+def _latest_version(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"])
+
+
+def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
+    """The batch to run: an unfinished one again, else the next over new bronze versions."""
+    runs = spark.table(_t(channel, "runs").replace("`", ""))
+    state = runs.groupBy("silver_batch", "bronze_from", "bronze_to").agg(
+        F.max(F.when(F.col("state") == "done", 1).otherwise(0)).alias("done")
+    )
+    unfinished = state.where("done = 0").orderBy("silver_batch").first()
+    if unfinished is not None:
+        return int(unfinished["silver_batch"]), int(unfinished["bronze_from"]), int(unfinished["bronze_to"])
+    last = state.agg(F.max("silver_batch").alias("b"), F.max("bronze_to").alias("v")).first()
+    last_batch = int(last["b"] or 0)
+    last_to = int(last["v"] or 0)
+    latest = _latest_version(spark, channel.storage.table("bronze", BRONZE_TABLE))
+    if latest <= last_to:
+        return None
+    batch = last_batch + 1
+    row = spark.createDataFrame(
+        [(batch, last_to + 1, latest, "started")], "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
+    ).withColumn("at", F.current_timestamp())
+    append(row, _t(channel, "runs"), "silver.runs.start", batch)
+    return batch, last_to + 1, latest
+
+
+def record_hash() -> F.Column:
+    """Identity of a record's payload: the same change landed twice hashes the same."""
+    parts = [
+        F.coalesce(F.col(c).cast("string"), F.lit("\u0000"))
+        for c in (
+            "source_database", "command_type", "object_owner", "object_name", "object_type",
+            "base_table_owner", "base_table_name", "ddl_text", "transaction_id", "scn",
+            "commit_scn", "position", "commit_time", "tag",
+        )
+    ]
+    parts += [F.coalesce(F.to_json(F.col(c)), F.lit("\u0000")) for c in ("old_values", "new_values")]
+    return F.sha2(F.concat_ws("\u0001", *parts), 256)
+
+
+def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> DataFrame:
+    from bronze.records import BRONZE_COLUMNS
+
+    ledger_name = _t(channel, "ledger")
+    new = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", lo)
+        .option("endingVersion", hi)
+        .table(channel.storage.table("bronze", BRONZE_TABLE).replace("`", ""))
+        .where("_change_type = 'insert'")
+        .select(*BRONZE_COLUMNS)
+        .withColumn("record_hash", record_hash())
+    )
+    seen = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash").distinct()
+    w = Window.partitionBy("record_hash").orderBy("_ingest_batch", "_source_file", "raw")
+    marked = (
+        new.join(seen.withColumn("_seen", F.lit(True)), "record_hash", "left")
+        .withColumn("is_duplicate", F.col("_seen").isNotNull() | (F.row_number().over(w) > 1))
+        .drop("_seen")
+        .withColumn("silver_batch", F.lit(batch).cast("bigint"))
+    )
+    append(marked, ledger_name, "silver.ledger", batch)
+    return spark.table(ledger_name.replace("`", "")).where(f"silver_batch = {batch}")
+
+
+def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> DataFrame:
+    """Transactions that became complete in this batch (COMMIT/ROLLBACK seen, or whole file)."""
+    fresh = new.where("NOT is_duplicate")
+    control = fresh.where(F.col("command_type").isin(*CONTROL_COMMANDS) & F.col("ddl_text").isNull()).select(
+        "source_database",
+        "transaction_id",
+        F.when(F.col("command_type") == "COMMIT", "COMMITTED").otherwise("ROLLED_BACK").alias("status"),
+        "commit_scn",
+        "commit_time",
+    )
+    whole = (
+        fresh.where(F.col("_txn_mode") == "whole_file")
+        .groupBy("source_database", "transaction_id")
+        .agg(F.max("commit_scn").alias("commit_scn"), F.max("commit_time").alias("commit_time"))
+        .select("source_database", "transaction_id", F.lit("COMMITTED").alias("status"), "commit_scn", "commit_time")
+    )
+    txn_name = _t(channel, "transactions")
+    known = spark.table(txn_name.replace("`", "")).where(f"released_batch < {batch}").select(
+        "source_database", "transaction_id"
+    )
+    w = Window.partitionBy("source_database", "transaction_id").orderBy(F.col("status").desc(), "commit_scn")
+    complete = (
+        control.unionByName(whole)
+        .withColumn("_n", F.row_number().over(w))
+        .where("_n = 1")
+        .drop("_n")
+        .join(known, ["source_database", "transaction_id"], "left_anti")
+        .withColumn("released_batch", F.lit(batch).cast("bigint"))
+    )
+    append(complete, txn_name, "silver.transactions", batch)
+    return spark.table(txn_name.replace("`", "")).where(f"released_batch = {batch}")
+
+
+def _dictionary_step(
+    spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
+) -> dict[tuple[str, str, str], TableDef]:
+    """Parse released DDL records (few: they grow with DDL, not rows) into the dictionary."""
+    rows = ddl.select(
+        "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
+        "object_owner", "object_name", "ddl_text",
+    ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()
+    dict_rows, log_rows = [], []
+    for r in rows:
+        outcome = "ignored: only CREATE TABLE is read into the dictionary so far"
+        if (r["command_type"] or "").upper() == "CREATE TABLE":
+            try:
+                t = parse_create_table(r["ddl_text"], channel.types.number_without_precision)
+                d = table_def_to_row(t)
+                d.update(
+                    source_database=r["source_database"],
+                    revision_scn=r["commit_scn"],
+                    ddl_text=r["ddl_text"],
+                    transaction_id=r["transaction_id"],
+                    silver_batch=batch,
+                )
+                dict_rows.append(d)
+                outcome = f"dictionary: {t.owner}.{t.name} ({t.key_kind} {', '.join(t.key_columns)})"
+            except DdlError as e:
+                outcome = f"error: {e}"
+        log_rows.append(
+            (r["source_database"], r["transaction_id"], r["scn"], r["commit_scn"], r["command_type"],
+             r["object_owner"], r["object_name"], r["ddl_text"], outcome, batch)
+        )
+    if dict_rows:
+        df = spark.createDataFrame(dict_rows, DICTIONARY_DDL)
+        append(df, _t(channel, "dictionary"), "silver.dictionary", batch)
+    if log_rows:
+        append(spark.createDataFrame(log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
+    return load_dictionary(spark, channel)
+
+
+def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, str, str], TableDef]:
+    """Latest revision of every source table, keyed by (source_database, owner, table)."""
+    w = Window.partitionBy("source_database", "owner", "table_name").orderBy(
+        F.col("revision_scn").desc(), F.col("silver_batch").desc()
+    )
+    latest = (
+        spark.table(_t(channel, "dictionary").replace("`", ""))
+        .withColumn("_n", F.row_number().over(w))
+        .where("_n = 1")
+        .collect()
+    )
+    return {(r["source_database"], r["owner"], r["table_name"]): table_def_from_row(r) for r in latest}
+
+
+def create_change_table(spark: SparkSession, channel: Channel, name: str, table: TableDef) -> str:
+    qualified = _t(channel, name)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {qualified} ({change_table_ddl(table)}) USING DELTA "
+        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')"
+    )
+    return qualified
+
+
+def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
+    """Run one silver batch over the bronze versions not read yet (if any)."""
+    create_silver_tables(spark, channel)
+    opened = _open_batch(spark, channel)
+    if opened is None:
+        return SilverResult()
+    batch, lo, hi = opened
+    result = SilverResult(batch, lo, hi)
+    new = _ledger_step(spark, channel, batch, lo, hi)
+    released_txns = _transactions_step(spark, channel, batch, new).persist()
+    ledger = spark.table(_t(channel, "ledger").replace("`", "")).where("NOT is_duplicate")
+    released = (
+        ledger.join(
+            released_txns.select(
+                "source_database", "transaction_id", "status",
+                F.col("commit_scn").alias("_txn_commit_scn"), F.col("commit_time").alias("_txn_commit_time"),
+            ),
+            ["source_database", "transaction_id"],
+        )
+        # The COMMIT record (or the whole file) fixes the transaction's commit SCN and time.
+        .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
+        .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
+    )
+    clients = [build_client(c) for c in channel.clients]
+    is_ddl = F.col("ddl_text").isNotNull()
+    is_control = F.col("command_type").isin(*CONTROL_COMMANDS) & ~is_ddl
+    classified = released.withColumn(
+        "_bucket",
+        F.when(is_control, "control")
+        .when(F.col("status") == "ROLLED_BACK", "rolled_back")
+        .when(is_ddl, "ddl")
+        .otherwise(F.when(discard_reason(clients).isNotNull(), "discarded").otherwise("accepted")),
+    ).withColumn("_reason", F.when(F.col("_bucket") == "discarded", discard_reason(clients)))
+    classified = classified.persist()
+    try:
+        dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        accepted = classified.where("_bucket = 'accepted'")
+        objects = [
+            (r["source_database"], r["object_owner"], r["object_name"])
+            for r in accepted.select("source_database", "object_owner", "object_name").distinct().collect()
+        ]
+        unknown = []
+        for key in sorted(objects):
+            table = dictionary.get(key)
+            if table is None:
+                unknown.append(key)
+                continue
+            name = change_table_name(*key)
+            qualified = create_change_table(spark, channel, name, table)
+            rows = accepted.where(
+                (F.col("source_database") == key[0]) & (F.col("object_owner") == key[1]) & (F.col("object_name") == key[2])
+            )
+            append(type_changes(rows, table, batch), qualified, f"silver.{name}", batch)
+            result.tables.append(name)
+        if unknown:
+            cond = F.lit(False)
+            for s, o, n in unknown:
+                cond = cond | ((F.col("source_database") == s) & (F.col("object_owner") == o) & (F.col("object_name") == n))
+            errs = accepted.where(cond).select(
+                F.lit(batch).cast("bigint").alias("silver_batch"),
+                "source_database",
+                "transaction_id",
+                F.concat(
+                    F.lit("table "), F.col("object_owner"), F.lit("."), F.col("object_name"),
+                    F.lit(" is not in the source dictionary of "), F.col("source_database"),
+                    F.lit(" (no CREATE TABLE record seen)"),
+                ).alias("error"),
+                F.col("raw").alias("failing_record"),
+            )
+            append(errs, _t(channel, "txn_errors"), "silver.txn_errors", batch)
+        outcomes = (
+            classified.where("_bucket <> 'accepted'")
+            .groupBy("source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
+            .count()
+            .select(
+                F.lit(batch).cast("bigint").alias("batch"),
+                F.lit("silver").alias("stage"),
+                "source_database",
+                "transaction_id",
+                F.col("object_owner").alias("owner"),
+                F.col("object_name").alias("table_name"),
+                F.col("_bucket").alias("bucket"),
+                F.col("_reason").alias("reason"),
+                F.col("count").alias("records"),
+            )
+        )
+        append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+        result.released_transactions = released_txns.count()
+    finally:
+        classified.unpersist()
+        released_txns.unpersist()
+    done = spark.createDataFrame(
+        [(batch, lo, hi, "done")], "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
+    ).withColumn("at", F.current_timestamp())
+    append(done, _t(channel, "runs"), "silver.runs.done", batch)
+    return result

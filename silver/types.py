@@ -1,0 +1,103 @@
+"""The one Oracle → Spark type table, and the conversion of VARIANT values to it.
+
+| Oracle type                                   | Spark type                  | notes                                   |
+|-----------------------------------------------|-----------------------------|-----------------------------------------|
+| NUMBER(p) / NUMBER(p,0), p ≤ 9                | INT                         |                                         |
+| NUMBER(p) / NUMBER(p,0), 10 ≤ p ≤ 18          | BIGINT                      |                                         |
+| NUMBER(p) / NUMBER(p,0), p > 18               | DECIMAL(p,0)                |                                         |
+| NUMBER(p,s), s > 0                            | DECIMAL(p,s)                | s > p or s < 0: DECIMAL(38, max(s,0))   |
+| NUMBER, NUMBER(*), NUMERIC, DECIMAL, DEC      | policy `number_without_precision`: `decimal` → DECIMAL(38,10) (default), `double` → DOUBLE, `string` → STRING |
+| INTEGER, INT, SMALLINT                        | DECIMAL(38,0)               | Oracle's NUMBER(38)                      |
+| FLOAT, FLOAT(n), BINARY_FLOAT, BINARY_DOUBLE, REAL | DOUBLE              |                                         |
+| VARCHAR2(n), NVARCHAR2(n), VARCHAR(n), CHAR(n), NCHAR(n) | STRING           | longer than n characters is an error; '' is NULL |
+| CLOB, NCLOB, LONG                             | STRING                      | '' is NULL                               |
+| DATE                                          | TIMESTAMP_NTZ               | an Oracle DATE carries a time of day    |
+| TIMESTAMP(n)                                  | TIMESTAMP_NTZ               |                                         |
+| TIMESTAMP(n) WITH [LOCAL] TIME ZONE           | TIMESTAMP                   | stored in UTC                           |
+| RAW(n), LONG RAW, BLOB                        | BINARY                      | value is a hex string                   |
+| ROWID, UROWID, INTERVAL …, XMLTYPE            | STRING                      |                                         |
+| JSON                                          | VARIANT                     |                                         |
+
+A value that does not fit its column is an error (never a silent NULL): the
+conversion uses ``try_variant_get`` and reports where the input was not NULL but the
+result is, independent of ``spark.sql.ansi.enabled`` (which dbt switches off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from lakestreams.errors import DdlError
+
+NUMBER_POLICY_TYPES = {"decimal": "DECIMAL(38,10)", "double": "DOUBLE", "string": "STRING"}
+CHARACTER_TYPES = {"VARCHAR", "NVARCHAR", "CHAR", "NCHAR", "TEXT", "VARCHAR2", "NVARCHAR2"}
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """A column's Oracle type, its Spark type and its character limit (if any)."""
+
+    oracle: str
+    spark: str
+    max_length: int | None = None
+    empty_is_null: bool = False
+    hex_binary: bool = False
+
+
+def _ints(dt: exp.DataType) -> list[int | None]:
+    out: list[int | None] = []
+    for e in dt.expressions:
+        text = e.sql().strip().split(" ")[0]
+        try:
+            out.append(int(text))
+        except ValueError:
+            out.append(None)
+    return out
+
+
+def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnType:
+    """Map a sqlglot Oracle data type to the Spark type of the table above."""
+    oracle = dt.sql("oracle")
+    upper = oracle.upper()
+    t = dt.this
+    T = exp.DataType.Type
+    args = _ints(dt)
+    if upper.startswith(("INTEGER", "INT", "SMALLINT")) and not args:
+        return ColumnType(oracle, "DECIMAL(38,0)")
+    if t in (T.DECIMAL, T.BIGDECIMAL) or upper.startswith(("NUMBER", "NUMERIC", "DEC")):
+        if not args or args[0] is None:
+            return ColumnType(oracle, NUMBER_POLICY_TYPES[number_policy])
+        p = args[0]
+        s = args[1] if len(args) > 1 and args[1] is not None else 0
+        if s == 0:
+            if p <= 9:
+                return ColumnType(oracle, "INT")
+            if p <= 18:
+                return ColumnType(oracle, "BIGINT")
+            return ColumnType(oracle, f"DECIMAL({min(p, 38)},0)")
+        if s < 0 or s > p:
+            return ColumnType(oracle, f"DECIMAL(38,{max(s, 0)})")
+        return ColumnType(oracle, f"DECIMAL({p},{s})")
+    if t == T.BIGINT:  # sqlglot reads Oracle's LONG (character data) as BIGINT
+        return ColumnType("LONG", "STRING", empty_is_null=True)
+    if t in (T.FLOAT, T.DOUBLE) or upper.startswith(("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE")):
+        return ColumnType(oracle, "DOUBLE")
+    if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
+        return ColumnType(oracle, "STRING", max_length=args[0] if args else None, empty_is_null=True)
+    if upper.startswith(("CLOB", "NCLOB")) or upper == "LONG" or t == T.TEXT:
+        return ColumnType(oracle, "STRING", empty_is_null=True)
+    if t == T.DATE or upper == "DATE":
+        return ColumnType(oracle, "TIMESTAMP_NTZ")
+    if t in (T.TIMESTAMPTZ, T.TIMESTAMPLTZ):
+        return ColumnType(oracle, "TIMESTAMP")
+    if t in (T.TIMESTAMP, T.DATETIME, T.TIMESTAMPNTZ):
+        return ColumnType(oracle, "TIMESTAMP_NTZ")
+    if t in (T.VARBINARY, T.BINARY, T.BLOB, T.LONGBLOB) or upper.startswith(("RAW", "LONG RAW", "BLOB")):
+        return ColumnType(oracle, "BINARY", hex_binary=True)
+    if t == T.JSON:
+        return ColumnType(oracle, "VARIANT")
+    if upper.startswith(("ROWID", "UROWID", "INTERVAL", "XMLTYPE")) or t in (T.INTERVAL, T.ROWVERSION):
+        return ColumnType(oracle, "STRING")
+    raise DdlError(f"Oracle type {oracle} has no Spark mapping (see silver/types.py)")
