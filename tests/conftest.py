@@ -1,0 +1,60 @@
+"""One local Spark session with Delta for the whole run, and helpers to run channels."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lakestreams.config import Channel, channel_from_dict
+
+os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
+os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "2g")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from lakestreams.spark import build_session
+
+    session = build_session(tmp_path_factory.mktemp("warehouse"), app_name="lakestreams-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+_counter = iter(range(1, 10_000))
+
+
+def make_channel(tmp_path: Path, landing: dict[str, str] | None = None, **extra) -> Channel:
+    """A channel whose tables live in their own schema prefix (one per test)."""
+    landing = landing or {"src": "commit_records"}
+    data = {
+        "name": "t",
+        "storage": {"warehouse": "wh", "state": "state", "schema": f"t{next(_counter)}"},
+        "landing": [{"name": n, "path": f"landing/{n}", "transactions": mode} for n, mode in landing.items()],
+        **extra,
+    }
+    return channel_from_dict(data, tmp_path)
+
+
+def write_lines(channel: Channel, landing: str, filename: str, records: list) -> Path:
+    folder = next(ld.path for ld in channel.landing if ld.name == landing)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / filename
+    with path.open("w") as f:
+        for r in records:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return path
+
+
+def table_versions(spark, channel: Channel) -> dict[str, int]:
+    """Latest Delta version of every table of the channel."""
+    out = {}
+    for layer in ("bronze", "silver", "gold"):
+        schema = channel.storage.schema_name(layer)
+        for t in spark.catalog.listTables(schema):
+            out[f"{schema}.{t.name}"] = spark.sql(f"DESCRIBE HISTORY `{schema}`.`{t.name}` LIMIT 1").first()["version"]
+    return out

@@ -1,0 +1,148 @@
+"""Change records in → gold table out, on real Spark, Delta and dbt."""
+
+from __future__ import annotations
+
+from chispa import assert_df_equality
+from conftest import make_channel, table_versions, write_lines
+from records import REGIONS_DDL, Txn
+
+from lakestreams.audit import run_audit
+from lakestreams.pipeline import run_pipeline
+
+GOLD_COLS = ["REGION_ID", "REGION_NAME", "NOTE"]
+SCHEMA = "REGION_ID INT, REGION_NAME STRING, NOTE STRING"
+
+
+def gold(spark, ch, table="hr__regions"):
+    return spark.table(f"{ch.storage.schema_name('gold')}.{table}").select(*GOLD_COLS)
+
+
+def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    first = [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200)
+        .row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "x"})
+        .row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "B", "NOTE": "y"})
+        .row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C", "NOTE": None})
+        .commit(),
+        # A partial update: NOTE is absent, so it is unchanged, never NULL.
+        *Txn("t3", 300)
+        .row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "A"}, new={"REGION_NAME": "AA"})
+        # A key chain 2 → 20 → 21 inside one transaction moves the whole row.
+        .row("UPDATE", old={"REGION_ID": 2}, new={"REGION_ID": 20})
+        .row("UPDATE", old={"REGION_ID": 20, "NOTE": "y"}, new={"REGION_ID": 21, "NOTE": "yy"})
+        .commit(),
+        *Txn("t4", 400).row("DELETE", old={"REGION_ID": 3, "REGION_NAME": "C", "NOTE": None}).commit(),
+        # Rolled back: never applied.
+        *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "ROLLED"}).rollback(),
+        # Its COMMIT lands in a later file: it waits.
+        *Txn("t6", 600).row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C2", "NOTE": "z"}).records,
+    ]
+    write_lines(ch, "src", "f1.jsonl", first)
+    run_pipeline(spark, ch)
+    expected = spark.createDataFrame([(1, "AA", "x"), (21, "B", "yy")], SCHEMA)
+    assert_df_equality(gold(spark, ch), expected, ignore_row_order=True)
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert audit.buckets["pending"] == 1
+    assert audit.buckets["rolled_back"] == 1
+    assert audit.buckets["applied"] == 7
+
+    # The COMMIT arrives: the waiting transaction applies, and only the new file is read.
+    t6_commit = Txn("t6", 600).row("INSERT", new={}).commit()[-1]
+    write_lines(ch, "src", "f2.jsonl", [t6_commit])
+    run_pipeline(spark, ch)
+    expected = spark.createDataFrame([(1, "AA", "x"), (21, "B", "yy"), (3, "C2", "z")], SCHEMA)
+    assert_df_equality(gold(spark, ch), expected, ignore_row_order=True)
+    assert spark.table(ch.storage.table("bronze", "change_records").replace("`", "")).count() == len(first) + 1
+    audit = run_audit(spark, ch)
+    assert audit.ok and audit.buckets["pending"] == 0 and audit.buckets["applied"] == 8
+
+    # Nothing new: no table gets a new Delta version.
+    before = table_versions(spark, ch)
+    run_pipeline(spark, ch)
+    assert table_versions(spark, ch) == before
+
+    progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
+    assert progress.agg({"applied_scn": "max"}).first()[0] == 600
+
+
+def test_same_file_landed_twice_is_counted_as_duplicate_and_applied_once(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    recs = [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": None}).commit(),
+    ]
+    write_lines(ch, "src", "a.jsonl", recs)
+    write_lines(ch, "src", "a_copy.jsonl", recs)
+    run_pipeline(spark, ch)
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "A", None)], SCHEMA), ignore_row_order=True)
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert audit.buckets["duplicate"] == len(recs)
+
+
+def test_instantiation_scn_and_atomic_error_queue(spark, tmp_path):
+    ch = make_channel(
+        tmp_path,
+        instantiation=[{"table": "hr.regions", "source_database": "DBS1.EXAMPLE.COM", "scn": 250}],
+    )
+    recs = [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        # At or below the instantiation SCN: discarded and counted.
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "old", "NOTE": None}).commit(),
+        *Txn("t3", 250).row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "old", "NOTE": None}).commit(),
+        *Txn("t4", 300).row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "new", "NOTE": None}).commit(),
+        # COUNTRIES was never created: the whole transaction waits in the error queue,
+        # including its REGIONS insert.
+        *Txn("t5", 400)
+        .row("INSERT", new={"REGION_ID": 4, "REGION_NAME": "ok", "NOTE": None})
+        .row("INSERT", table="COUNTRIES", new={"COUNTRY_ID": "NL"})
+        .commit(),
+        # A value that does not fit (VARCHAR2(10)) fails its transaction too.
+        *Txn("t6", 500).row("INSERT", new={"REGION_ID": 5, "REGION_NAME": "x", "NOTE": "much too long"}).commit(),
+        # A number that is not a number is an error, never a silent NULL.
+        *Txn("t7", 600).row("INSERT", new={"REGION_ID": "seven", "REGION_NAME": "x", "NOTE": None}).commit(),
+    ]
+    write_lines(ch, "src", "f.jsonl", recs)
+    run_pipeline(spark, ch)
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(3, "new", None)], SCHEMA), ignore_row_order=True)
+    eq = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
+    errors = {r["transaction_id"]: r for r in eq.collect()}
+    assert set(errors) == {"t5", "t6", "t7"}
+    assert "COUNTRIES is not in the source dictionary" in errors["t5"]["error"]
+    assert errors["t5"]["record_count"] == 3 and errors["t5"]["commit_scn"] == 400
+    assert "NOTE is longer than 10 characters" in errors["t6"]["error"]
+    assert "REGION_ID does not convert to NUMBER(4)" in errors["t7"]["error"]
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert audit.buckets["below_instantiation"] == 2
+    assert audit.buckets["applied"] == 1
+    assert audit.buckets["error"] == 4
+
+
+def test_tagged_records_are_discarded_by_the_rule_that_says_so(spark, tmp_path):
+    ch = make_channel(
+        tmp_path,
+        apply={"name": "apply", "rules": [
+            {"schema": "hr", "include_tagged_lcr": False, "source_database": "dbs1.example.com"},
+            {"table": "hr.regions", "include_dml": True, "inclusion_rule": False, "source_database": "DBS1.EXAMPLE.COM"},
+        ]},
+    )
+    recs = [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200, tag="11").row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "t", "NOTE": None}).commit(),
+        *Txn("t3", 300).row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "n", "NOTE": None}).commit(),
+    ]
+    write_lines(ch, "src", "f.jsonl", recs)
+    run_pipeline(spark, ch)
+    outcomes = spark.table(ch.storage.table("silver", "outcomes").replace("`", "")).where("bucket = 'discarded'")
+    reasons = {r["transaction_id"]: r["reason"] for r in outcomes.collect()}
+    # The negative table rule (include_tagged_lcr false) carries is_null_tag() = 'Y', so it
+    # does not match the tagged t2: the positive set discards it. t3 hits the negative rule.
+    assert reasons == {
+        "t2": "apply apply: no rule of positive rule set APPLY_RULESET is TRUE",
+        "t3": "apply apply: negative rule REGIONS1 of APPLY_NEGATIVE_RULESET is TRUE",
+    }
+    assert run_audit(spark, ch).ok
