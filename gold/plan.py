@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lakestreams.config import Channel
+from lakestreams.timing import step
 from silver.changes import change_table_name
 from silver.dictionary import TableDef
 from silver.run import append, load_dictionary
@@ -280,7 +281,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             F.size("_recs").cast("bigint").alias("record_count"),
         )
     )
-    append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
+    with step("plan.error_queue"):
+        append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
     # 2./3. Per target: drop failed transactions, order, root, write the plan table.
     bad = failed.select("_source_database", "_transaction_id")
     outcome_parts = []
@@ -291,13 +293,15 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
         plan_rows = build_target_plan(ok, tdef)
         ptable = st.table("silver", plan_table_name(model))
-        (
-            plan_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-            .option("txnAppId", f"gold.plan.{model}").option("txnVersion", plan_id)
-            .saveAsTable(ptable.replace("`", ""))
-        )
-        written = spark.table(ptable.replace("`", ""))
-        if written.limit(1).count():
+        with step("plan.target"):
+            (
+                plan_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+                .option("txnAppId", f"gold.plan.{model}").option("txnVersion", plan_id)
+                .saveAsTable(ptable.replace("`", ""))
+            )
+            written = spark.table(ptable.replace("`", ""))
+            has_rows = written.limit(1).count() > 0
+        if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
         table_inst = inst.where((F.col("owner") == owner) & (F.col("table_name") == name)).select(
             F.col("source_database").alias("_source_database"), "instantiation_scn"
@@ -329,7 +333,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             "owner", "table_name", "bucket", F.lit(None).cast("string").alias("reason"), F.col("count").alias("records"),
         )
     )
-    append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
+    with step("plan.outcomes"):
+        append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
     plan.failed_transactions = failed.count()
     failed.unpersist()
     return plan

@@ -13,6 +13,7 @@ from gold.plan import Plan, TargetPlan, plan_table_name, record_progress, run_pl
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.spark import ensure_schemas
+from lakestreams.timing import step
 from silver.run import SilverResult, load_dictionary, run_silver
 
 STAGES = ("bronze", "silver", "gold")
@@ -38,11 +39,14 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
 
 
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
-    plan = run_plan(spark, channel)
+    with step("gold.plan"):
+        plan = run_plan(spark, channel)
     if plan.plan_id is None:
         return plan, []
-    results = apply_targets(spark, channel, plan, known_targets(spark, channel))
-    record_progress(spark, channel, plan)
+    with step("gold.dbt"):
+        results = apply_targets(spark, channel, plan, known_targets(spark, channel))
+    with step("gold.progress"):
+        record_progress(spark, channel, plan)
     return plan, results
 
 

@@ -17,6 +17,7 @@ from pyspark.sql.window import Window
 from bronze.ingest import BRONZE_TABLE
 from lakestreams.config import Channel
 from lakestreams.errors import DdlError
+from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, type_changes
 from silver.dictionary import (
     DDL_LOG_DDL,
@@ -252,8 +253,10 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         return SilverResult()
     batch, lo, hi = opened
     result = SilverResult(batch, lo, hi)
-    new = _ledger_step(spark, channel, batch, lo, hi)
-    released_txns = _transactions_step(spark, channel, batch, new).persist()
+    with step("silver.ledger"):
+        new = _ledger_step(spark, channel, batch, lo, hi)
+    with step("silver.transactions"):
+        released_txns = _transactions_step(spark, channel, batch, new).persist()
     ledger = spark.table(_t(channel, "ledger").replace("`", "")).where("NOT is_duplicate")
     released = (
         ledger.join(
@@ -279,7 +282,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     ).withColumn("_reason", F.when(F.col("_bucket") == "discarded", discard_reason(clients)))
     classified = classified.persist()
     try:
-        dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        with step("silver.dictionary"):
+            dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
         accepted = classified.where("_bucket = 'accepted'")
         objects = [
             (r["source_database"], r["object_owner"], r["object_name"])
@@ -296,7 +300,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
             rows = accepted.where(
                 (F.col("source_database") == key[0]) & (F.col("object_owner") == key[1]) & (F.col("object_name") == key[2])
             )
-            append(type_changes(rows, table, batch), qualified, f"silver.{name}", batch)
+            with step("silver.change_table"):
+                append(type_changes(rows, table, batch), qualified, f"silver.{name}", batch)
             result.tables.append(name)
         if unknown:
             cond = F.lit(False)
@@ -330,7 +335,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
                 F.col("count").alias("records"),
             )
         )
-        append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+        with step("silver.outcomes"):
+            append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
         result.released_transactions = released_txns.count()
     finally:
         classified.unpersist()

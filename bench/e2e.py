@@ -1,0 +1,110 @@
+"""End-to-end benchmark: N change records from landing to gold, beside a plain-Spark floor.
+
+The floor reads the same files with plain Spark and writes the same final tables with
+one MERGE each (last change per key wins; no rules, ledger, transactions, typing checks
+or accounting). Both run in the same process and session, so their ratio is meaningful
+on a noisy machine. Usage: ``python bench/e2e.py [--records N] [--tables T] [--files F]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.window import Window  # noqa: E402
+
+from lakestreams.config import channel_from_dict  # noqa: E402
+from lakestreams.pipeline import run_pipeline  # noqa: E402
+from lakestreams.sample import BENCH_COLUMNS, generate_bench  # noqa: E402
+from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+from lakestreams.timing import TOTALS  # noqa: E402
+
+
+def floor(spark, files: Path, tables: int, schema: str) -> float:
+    """Plain Spark: read JSON, last change per key, one MERGE per table."""
+    start = time.perf_counter()
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    cols = [c for c, _, _ in BENCH_COLUMNS]
+    raw = spark.read.json(str(files), schema=(
+        "command_type STRING, object_name STRING, commit_scn BIGINT, position BIGINT, "
+        f"old_values STRUCT<{', '.join(f'{c}: STRING' for c in cols)}>, "
+        f"new_values STRUCT<{', '.join(f'{c}: STRING' for c in cols)}>"
+    )).where("object_name IS NOT NULL").persist()
+    for i in range(1, tables + 1):
+        name = f"T{i:02d}"
+        t = raw.where(F.col("object_name") == name).withColumn(
+            "ID", F.coalesce("new_values.ID", "old_values.ID")
+        )
+        last = t.withColumn("_n", F.row_number().over(Window.partitionBy("ID").orderBy(F.desc("commit_scn"), F.desc("position")))).where("_n = 1")
+        src = last.select("ID", "command_type", *[F.col(f"new_values.{c}").alias(c) for c in cols if c != "ID"])
+        target = f"{schema}.{name.lower()}"
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {target} ({', '.join(f'{c} STRING' for c in cols)}) USING DELTA")
+        src.createOrReplaceTempView("floor_src")
+        sets = ", ".join(f"t.{c} = coalesce(s.{c}, t.{c})" for c in cols if c != "ID")
+        spark.sql(
+            f"MERGE INTO {target} t USING floor_src s ON t.ID = s.ID "
+            "WHEN MATCHED AND s.command_type = 'DELETE' THEN DELETE "
+            f"WHEN MATCHED THEN UPDATE SET {sets} "
+            f"WHEN NOT MATCHED AND s.command_type <> 'DELETE' THEN INSERT ({', '.join(cols)}) VALUES ({', '.join('s.' + c for c in cols)})"
+        )
+    raw.unpersist()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--tables", type=int, default=10)
+    ap.add_argument("--files", type=int, default=20)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    counts = generate_bench(out / "landing", records=args.records, tables=args.tables, files=args.files)
+    gen_s = time.perf_counter() - t0
+    landed = counts["records"]
+    ch = channel_from_dict(
+        {"name": "bench", "storage": {"schema": "bench"},
+         "landing": [{"name": "bench", "path": "landing/bench", "transactions": "whole_file"}]},
+        out,
+    )
+    spark = build_session(ch.storage.warehouse, app_name="lakestreams-bench")
+    ensure_schemas(spark, ch.storage)
+    stages = {}
+    for stage in ("bronze", "silver", "gold"):
+        s = time.perf_counter()
+        run_pipeline(spark, ch, (stage,))
+        stages[stage] = time.perf_counter() - s
+    total = sum(stages.values())
+    floor_s = floor(spark, out / "landing" / "bench", args.tables, "bench_floor")
+    rows = {f"T{i:02d}": spark.table(f"bench_gold.bench__t{i:02d}").count() for i in range(1, args.tables + 1)}
+    correct = rows == {k: v for k, v in counts["final_rows"].items()}
+    result = {
+        "records": landed,
+        "generate_s": round(gen_s, 1),
+        "stages_s": {k: round(v, 1) for k, v in stages.items()},
+        "records_per_s": {k: round(landed / v) for k, v in stages.items()},
+        "total_s": round(total, 1),
+        "total_records_per_s": round(landed / total),
+        "floor_s": round(floor_s, 1),
+        "floor_records_per_s": round(landed / floor_s),
+        "ratio_total_to_floor": round(total / floor_s, 2),
+        "gold_rows_match_generator": correct,
+        "steps_s": {k: round(v, 1) for k, v in sorted(TOTALS.items())},
+    }
+    print(json.dumps(result, indent=2))
+    if not correct:
+        print(f"gold rows {rows} != generator {counts['final_rows']}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
