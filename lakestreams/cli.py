@@ -72,7 +72,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakestreams", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     add("gold", "plan and apply (dbt) the new silver batches")
     add("audit", "check the accounting identities; exit 3 when unbalanced")
     add("maintain", "OPTIMIZE and VACUUM bronze and silver")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command in ("run", "demo"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from lakestreams.errors import ConfigError
+from lakestreams.errors import ConfigError, ReplicationError
 
 #: Unquoted Oracle/Spark identifier we accept for owners, tables, columns and names.
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}$")
@@ -156,6 +156,14 @@ class InstantiationSpec:
 
 
 @dataclass(frozen=True)
+class TableSpec:
+    """A source table defined in the channel file rather than by a CREATE TABLE record."""
+
+    source_database: str
+    ddl: str
+
+
+@dataclass(frozen=True)
 class TypePolicy:
     """How Oracle types without a stated precision map to Spark."""
 
@@ -172,6 +180,7 @@ class Channel:
     clients: tuple[ClientSpec, ...] = ()
     instantiation: tuple[InstantiationSpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
+    tables: tuple[TableSpec, ...] = ()
     source_path: Path | None = None
 
     def client(self, streams_type: str) -> ClientSpec | None:
@@ -255,6 +264,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "apply": None,
             "instantiation": [],
             "types": {},
+            "tables": [],
         },
     )
     name = check_identifier(d["name"], "channel.name")
@@ -308,8 +318,24 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             t["number_without_precision"], "types.number_without_precision", NUMBER_POLICIES
         )
     )
+    from silver.dictionary import parse_create_table  # the dictionary's own parser checks the DDL
+
+    if not isinstance(d["tables"], list):
+        raise ConfigError("tables: expected a list")
+    tables = []
+    for i, item in enumerate(d["tables"]):
+        where = f"tables[{i}]"
+        td = _take(item, where, {"source_database": _REQUIRED, "ddl": _REQUIRED})
+        if not isinstance(td["ddl"], str):
+            raise ConfigError(f"{where}.ddl: expected the CREATE TABLE text")
+        try:
+            parse_create_table(td["ddl"], types.number_without_precision)
+        except ReplicationError as e:
+            raise ConfigError(f"{where}.ddl: {e}") from e
+        tables.append(TableSpec(check_global_name(td["source_database"], f"{where}.source_database"), td["ddl"]))
     return Channel(
         name=name,
+        tables=tuple(tables),
         storage=storage,
         landing=tuple(landings),
         clients=clients,

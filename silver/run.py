@@ -233,7 +233,12 @@ def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, st
         .where("_n = 1")
         .collect()
     )
-    return {(r["source_database"], r["owner"], r["table_name"]): table_def_from_row(r) for r in latest}
+    out = {(r["source_database"], r["owner"], r["table_name"]): table_def_from_row(r) for r in latest}
+    # Tables defined in the channel file serve until a CREATE TABLE record says otherwise.
+    for spec in channel.tables:
+        t = parse_create_table(spec.ddl, channel.types.number_without_precision)
+        out.setdefault((spec.source_database, t.owner, t.name), t)
+    return out
 
 
 def create_change_table(spark: SparkSession, channel: Channel, name: str, table: TableDef) -> str:

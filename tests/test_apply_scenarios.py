@@ -146,3 +146,28 @@ def test_tagged_records_are_discarded_by_the_rule_that_says_so(spark, tmp_path):
         "t3": "apply apply: negative rule REGIONS1 of APPLY_NEGATIVE_RULESET is TRUE",
     }
     assert run_audit(spark, ch).ok
+
+
+def test_gold_rerun_after_a_crash_before_progress_applies_nothing_twice(spark, tmp_path):
+    from gold.dbt import apply_targets
+    from gold.plan import run_plan
+    from lakestreams.pipeline import known_targets
+
+    ch = make_channel(tmp_path)
+    recs = [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "n"}).commit(),
+        # Moves the row 1 → 2: applying this plan twice would lose the row (its base is gone).
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_ID": 2}).commit(),
+    ]
+    write_lines(ch, "src", "f.jsonl", recs)
+    run_pipeline(spark, ch, ("bronze", "silver"))
+    # The gold stage dies after the MERGEs, before apply progress is written.
+    plan = run_plan(spark, ch)
+    apply_targets(spark, ch, plan, known_targets(spark, ch))
+    target = f"{ch.storage.schema_name('gold')}.hr__regions"
+    version = spark.sql(f"DESCRIBE HISTORY {target} LIMIT 1").first()["version"]
+    run_pipeline(spark, ch)
+    assert spark.sql(f"DESCRIBE HISTORY {target} LIMIT 1").first()["version"] == version
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(2, "A", "n")], SCHEMA), ignore_row_order=True)
+    assert run_audit(spark, ch).ok

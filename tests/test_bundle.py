@@ -31,7 +31,17 @@ CONFIG_FILES = [BUNDLE_FILE, REPLICATION_FILE, MAINTENANCE_FILE]
 
 PACKAGE = "lakestreams"
 ENTRY_POINT = "lakestreams"
-SUBCOMMANDS = {"bronze", "silver", "gold", "audit", "maintain", "execute-errors"}
+
+def _cli_subcommands() -> set[str]:
+    """The subcommands the real ``lakestreams`` parser accepts."""
+    from lakestreams.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return set(sub.choices)
+
+
+SUBCOMMANDS = _cli_subcommands()
 REPLICATION_ORDER = ("bronze", "silver", "gold", "audit")
 WHEEL_DEPENDENCY = "../dist/*.whl"
 OPTION_VARIABLES = {
@@ -431,20 +441,8 @@ def test_maintenance_runs_weekly() -> None:
     assert job["max_concurrent_runs"] == 1
 
 
-def test_maintenance_compacts_and_re_executes_errors_only_on_demand() -> None:
+def test_maintenance_compacts_bronze_and_silver() -> None:
     job = _maintenance()
     tasks = {task["task_key"]: task for task in job["tasks"]}
+    assert list(tasks) == ["maintain"]
     assert tasks["maintain"]["python_wheel_task"]["parameters"][0] == "maintain"
-    assert tasks["execute_errors"]["python_wheel_task"]["parameters"][0] == "execute-errors"
-
-    parameters = {p["name"]: p["default"] for p in job["parameters"]}
-    assert parameters["run_error_reexecution"] == "false"
-
-    gates = tasks["execute_errors"]["depends_on"]
-    assert len(gates) == 1 and gates[0]["outcome"] == "true", gates
-    condition = tasks[gates[0]["task_key"]]["condition_task"]
-    assert condition == {
-        "op": "EQUAL_TO",
-        "left": "{{job.parameters.run_error_reexecution}}",
-        "right": "true",
-    }

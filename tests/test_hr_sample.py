@@ -74,6 +74,15 @@ def test_accounting_and_second_run(spark, hr):
     assert table_versions(spark, ch) == before
 
 
+def test_dbt_tests_pass_on_gold(spark, hr):
+    from gold.dbt import run_dbt
+
+    ch, _, _ = hr
+    results = run_dbt(spark, ch.storage.state / "dbt", ["test"])
+    # not_null and unique_key on every replicated table's key columns.
+    assert len(results) >= 12 and all(status == "pass" for _, status, _ in results)
+
+
 def test_demo_channel_loads():
     from lakestreams.config import load_channel
 

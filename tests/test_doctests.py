@@ -1,0 +1,16 @@
+"""The examples in public docstrings run."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import lakestreams.api
+import silver.dictionary
+
+
+@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary])
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
