@@ -62,11 +62,15 @@ QUARANTINE_DDL = """
 """
 
 
+CHECKED_FIELDS = (*STRING_FIELDS, *INTEGER_FIELDS, "old_values", "new_values", "commit_time")
+
+
 def _kind(field: str) -> Column:
-    """Spark's name of the JSON type of a top-level field; NULL when absent, VOID for null."""
-    if not field:
-        return F.expr("schema_of_variant(_v)")
-    return F.expr(f"schema_of_variant(variant_get(_v, '$.{field}'))")
+    """Spark's name of the JSON type of a top-level field; NULL when absent, VOID for null.
+
+    Computed once per line by :func:`parse_lines` (column ``_k_<field>``).
+    """
+    return F.col(f"_k_{field}" if field else "_k_")
 
 
 def _present(field: str) -> Column:
@@ -80,13 +84,18 @@ def _is_integer(field: str) -> Column:
     return k.isin("BIGINT", "INT", "SMALLINT", "TINYINT") | k.rlike(r"^DECIMAL\(\d+,0\)$")
 
 
-def _get(field: str, spark_type: str) -> Column:
+def _get(field: str) -> Column:
+    """The field as a string (integer fields: bigint; NULL when it does not convert), computed once per line."""
+    return F.col(f"_g_{field}")
+
+
+def _extract(field: str, spark_type: str) -> Column:
     return F.expr(f"try_variant_get(_v, '$.{field}', '{spark_type}')")
 
 
 def _reason() -> Column:
     """First reason a parsed line is not a change record, or NULL when it is one."""
-    cmd = _get("command_type", "string")
+    cmd = _get("command_type")
     is_ddl = _present("ddl_text")
     is_control = cmd.isin(*CONTROL_COMMANDS) & ~is_ddl
     is_row = ~is_ddl & ~is_control
@@ -99,7 +108,7 @@ def _reason() -> Column:
         checks.append((_present(f) & (_kind(f) != "STRING"), f"field {f} is not a string"))
     for f in INTEGER_FIELDS:
         checks.append((_present(f) & ~_is_integer(f), f"field {f} is not an integer"))
-        checks.append((_present(f) & (_get(f, "bigint") < 0), f"field {f} is negative"))
+        checks.append((_present(f) & (_get(f) < 0), f"field {f} is negative"))
     for f in ("old_values", "new_values"):
         checks.append((_present(f) & ~_kind(f).startswith("OBJECT"), f"field {f} is not a JSON object"))
     checks += [
@@ -108,10 +117,10 @@ def _reason() -> Column:
         (~_present("commit_scn"), "missing commit_scn"),
         (~_present("source_database"), "missing source_database"),
         (
-            _present("commit_time") & F.try_to_timestamp(_get("commit_time", "string")).isNull(),
+            _present("commit_time") & F.try_to_timestamp(_get("commit_time")).isNull(),
             "field commit_time is not an ISO-8601 timestamp",
         ),
-        (_present("tag") & ~_get("tag", "string").rlike("^([0-9A-Fa-f]{2})*$"), "field tag is not a hex string"),
+        (_present("tag") & ~_get("tag").rlike("^([0-9A-Fa-f]{2})*$"), "field tag is not a hex string"),
         (
             is_row & ~cmd.isin(*ROW_COMMANDS),
             F.concat(F.lit("command_type "), cmd, F.lit(" is not a row command (") ,
@@ -120,7 +129,7 @@ def _reason() -> Column:
         ((is_row | is_ddl) & ~_present("scn"), "missing scn"),
         ((is_row | is_ddl) & ~_present("position"), "missing position"),
         (
-            (is_row | is_ddl) & (_get("scn", "bigint") > _get("commit_scn", "bigint")),
+            (is_row | is_ddl) & (_get("scn") > _get("commit_scn")),
             "scn is above commit_scn",
         ),
         (is_row & ~(_present("object_owner") & _present("object_name")), "row record without object_owner/object_name"),
@@ -137,19 +146,24 @@ def _reason() -> Column:
 
 def parse_lines(lines: DataFrame) -> DataFrame:
     """Lines (``raw``, ``_source_file``, …) → the same rows with ``_v`` and ``_reason``."""
-    return lines.withColumn("_v", F.expr("try_parse_json(raw)")).withColumn("_reason", _reason())
+    parsed = lines.withColumn("_v", F.expr("try_parse_json(raw)"))
+    kinds = [F.expr("schema_of_variant(_v)").alias("_k_")]
+    kinds += [F.expr(f"schema_of_variant(variant_get(_v, '$.{f}'))").alias(f"_k_{f}") for f in CHECKED_FIELDS]
+    values = [_extract(f, "string").alias(f"_g_{f}") for f in (*STRING_FIELDS, "commit_time")]
+    values += [_extract(f, "bigint").alias(f"_g_{f}") for f in INTEGER_FIELDS]
+    return parsed.select("*", *kinds, *values).withColumn("_reason", _reason())
 
 
 def to_bronze(parsed: DataFrame) -> DataFrame:
     """Valid parsed lines → rows of the bronze change-record table."""
-    cols = [_get(f, "string").alias(f) for f in STRING_FIELDS[:10]]
+    cols = [_get(f).alias(f) for f in STRING_FIELDS[:10]]
     cols += [
         F.expr("variant_get(_v, '$.old_values')").alias("old_values"),
         F.expr("variant_get(_v, '$.new_values')").alias("new_values"),
-        _get("transaction_id", "string").alias("transaction_id"),
-        *(_get(f, "bigint").alias(f) for f in INTEGER_FIELDS),
-        F.try_to_timestamp(_get("commit_time", "string")).alias("commit_time"),
-        F.upper(_get("tag", "string")).alias("tag"),
+        _get("transaction_id").alias("transaction_id"),
+        *(_get(f).alias(f) for f in INTEGER_FIELDS),
+        F.try_to_timestamp(_get("commit_time")).alias("commit_time"),
+        F.upper(_get("tag")).alias("tag"),
         F.col("raw"),
         F.col("_landing"),
         F.col("_txn_mode"),

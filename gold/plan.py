@@ -173,6 +173,10 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
     ).withColumn("_segment_start", F.first("_seq").over(Window.partitionBy("_k", "_segment").orderBy("_seq")))
     # Every change belongs to the segment of its 'from' event (an INSERT's key is its new key).
     member = events.where("_role = 'from'").select("_seq", F.col("_segment_start").alias("_node"))
+    moves = c.where((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
+    if moves.limit(1).count() == 0:
+        # No key moves: every segment is an incarnation of its own; nothing to follow.
+        return c.join(member.select("_seq", F.col("_node").cast("string").alias("_root")), "_seq")
     # A move starts a segment on the new key whose parent is the segment on the old key.
     link = events.where("_role = 'to'").select(F.col("_segment_start").alias("_node_to"), "_seq").join(
         member.withColumnRenamed("_node", "_parent"), "_seq"
