@@ -30,7 +30,7 @@ def project_root() -> Path:
 
 
 def _q(value: str) -> str:
-    # Owner/table names are validated identifiers from the dictionary; SQL-quote anyway.
+    # Owner/table names passed the dictionary's SAFE_NAME check: no quote can occur in them.
     return "'" + value.replace("'", "''") + "'"
 
 

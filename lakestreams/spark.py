@@ -84,9 +84,8 @@ def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
         existing = {t.name for t in spark.catalog.listTables(schema)}
         for sub in sorted(folder.iterdir()):
             if (sub / "_delta_log").is_dir() and sub.name not in existing:
-                spark.sql(
-                    f"CREATE TABLE IF NOT EXISTS `{schema}`.`{sub.name}` USING DELTA LOCATION '{sub.as_posix()}'"
-                )
+                # The catalog API takes the path as a value: nothing is pasted into SQL.
+                spark.catalog.createTable(f"{schema}.{sub.name}", path=sub.as_posix(), source="delta")
 
 
 def table_exists(spark: SparkSession, qualified: str) -> bool:

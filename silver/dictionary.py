@@ -7,6 +7,7 @@ anything that is not understood is logged with the reason, never lost.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -46,10 +47,20 @@ class TableDef:
         return tuple(c.name for c in self.columns)
 
 
+#: Names that reach Spark, dbt and file paths. Oracle allows more inside double quotes;
+#: such names are refused here rather than quoted into SQL later.
+SAFE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}$")
+
+
 def _ident(e: exp.Expression) -> str:
     """Oracle name resolution: unquoted names fold to upper case, quoted names are kept."""
     if isinstance(e, exp.Identifier):
-        return e.this if e.quoted else e.this.upper()
+        name = e.this if e.quoted else e.this.upper()
+        if not SAFE_NAME.match(name):
+            raise DdlError(
+                f"name {name!r} is refused: names must be a letter then letters, digits, _, $ or # (at most 128)"
+            )
+        return name
     if isinstance(e, exp.Column):
         return _ident(e.this)
     raise DdlError(f"expected a column name, found {e.sql('oracle')}")

@@ -51,7 +51,11 @@ def test_create_table_keys_and_types():
     assert (nokey.key_columns, nokey.key_kind) == (("A",), "ALL COLUMNS")
 
 
-@pytest.mark.parametrize("ddl", ["CREATE TABLE t (a NUMBER)", "CREATE VIEW s.v AS SELECT 1 FROM dual", "CREATE TABLE s.t (a NUMBER, a DATE)", "CREATE TABLE s.t ((("])
+@pytest.mark.parametrize("ddl", [
+    'CREATE TABLE s."x`; DROP TABLE y; --" (a NUMBER)',
+    'CREATE TABLE s.t ("a\'b" NUMBER)',
+    'CREATE TABLE "../../etc".t (a NUMBER)',
+    "CREATE TABLE t (a NUMBER)", "CREATE VIEW s.v AS SELECT 1 FROM dual", "CREATE TABLE s.t (a NUMBER, a DATE)", "CREATE TABLE s.t ((("])
 def test_create_table_refusals(ddl):
     with pytest.raises(DdlError):
         parse_create_table(ddl)
