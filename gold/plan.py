@@ -172,14 +172,19 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         "_segment", F.sum(F.col("_starts").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0))
     ).withColumn("_segment_start", F.first("_seq").over(Window.partitionBy("_k", "_segment").orderBy("_seq")))
     # Every change belongs to the segment of its 'from' event (an INSERT's key is its new key).
-    member = events.where("_role = 'from'").select("_seq", F.col("_segment_start").alias("_node"))
+    # An UPDATE/DELETE on a key this plan already emptied (moved away or deleted) has no row.
+    member = events.where("_role = 'from'").select(
+        "_seq",
+        F.col("_segment_start").alias("_node"),
+        ((F.col("_op") != "I") & (F.col("_prev_holds") == F.lit(False))).alias("_gap"),
+    )
     moves = c.where((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
     if moves.limit(1).count() == 0:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
-        return c.join(member.select("_seq", F.col("_node").cast("string").alias("_root")), "_seq")
+        return c.join(member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root")), "_seq")
     # A move starts a segment on the new key whose parent is the segment on the old key.
     link = events.where("_role = 'to'").select(F.col("_segment_start").alias("_node_to"), "_seq").join(
-        member.withColumnRenamed("_node", "_parent"), "_seq"
+        member.select("_seq", F.col("_node").alias("_parent")), "_seq"
     )
     nodes = member.select("_node").distinct().join(
         link.select(F.col("_node_to").alias("_node"), "_parent"), "_node", "left"
@@ -195,7 +200,7 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         nodes = hop.select("_node", F.coalesce("_pp", "a._parent").alias("_parent")).localCheckpoint()
         if not changed:
             break
-    roots = member.join(nodes, "_node").select("_seq", F.col("_parent").cast("string").alias("_root"))
+    roots = member.join(nodes, "_node").select("_seq", "_gap", F.col("_parent").cast("string").alias("_root"))
     return c.join(roots, "_seq")
 
 
@@ -204,8 +209,54 @@ def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
     order = ["_commit_time", "_source_database", "_commit_scn", "_transaction_id", "_position"]
     seq = changes.withColumn("_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint"))
     return assign_roots(seq, table).select(
-        "_seq", "_root", "_op", "_okey", "_nkey", "_new", "_new_present",
+        "_seq", "_root", "_gap", "_op", "_okey", "_nkey", "_new", "_new_present",
         "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
+    )
+
+
+MAX_CONFLICT_ROUNDS = 16
+
+
+def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
+    first = Window.partitionBy("_source_database", "_transaction_id").orderBy(
+        F.col("failing_record").isNull(), "_error"
+    )
+    return failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
+
+
+def _table_inst(inst: DataFrame, owner: str, name: str) -> DataFrame:
+    return inst.where((F.col("owner") == owner) & (F.col("table_name") == name)).select(
+        F.col("source_database").alias("_source_database"), "instantiation_scn"
+    )
+
+
+def missing_row_conflicts(
+    spark: SparkSession, plan_rows: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef
+) -> DataFrame:
+    """Transactions whose UPDATE/DELETE finds no row: the incarnation starts without an
+    INSERT (above the instantiation SCN), and either this plan already emptied the key or
+    gold holds no row at it."""
+    above = plan_rows.join(table_inst, "_source_database").where(F.col("_commit_scn") > F.col("instantiation_scn"))
+    first = (
+        above.withColumn("_n", F.row_number().over(Window.partitionBy("_root").orderBy("_seq")))
+        .where("_n = 1 AND _op <> 'I'")
+        .select("_root", "_gap", F.col("_op").alias("_first_op"), F.col("_okey").alias("_start"))
+    )
+    name = gold_table.replace("`", "")
+    if spark.catalog.tableExists(name):
+        # The first change on a key in this plan finds the row gold holds, if any.
+        keys = spark.table(name).select(F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
+        found = first.join(keys, first["_start"].eqNullSafe(keys["_gk"]), "left_semi").where(~F.col("_gap"))
+        first = first.join(found.select("_root"), "_root", "left_anti")
+    verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
+    return above.join(first, "_root").select(
+        "_source_database",
+        "_transaction_id",
+        F.concat(
+            verb, F.lit(f" of {table.owner}.{table.name} finds no row with key "), F.to_json("_start"),
+            F.lit(" (ORA-01403: no data found)"),
+        ).alias("_error"),
+        F.lit(None).cast("string").alias("failing_record"),
     )
 
 
@@ -261,8 +312,33 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             F.lit(None).cast("string").alias("failing_record"),
         ).where("_error IS NOT NULL")
         failures = failures.unionByName(row_errors)
-    first = Window.partitionBy("_source_database", "_transaction_id").orderBy(F.col("failing_record").isNull(), "_error")
-    failed = failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n").persist()
+    failed = _first_error_per_transaction(failures).localCheckpoint()
+    targets = []
+    for (owner, name), items in sorted(per_source.items()):
+        changes = reduce(DataFrame.unionByName, [df for _, df in items])
+        targets.append((owner, name, dictionary[(items[0][0], owner, name)], target_name(owner, name), changes))
+    # 2. Order and root each target without the failed transactions; an UPDATE or DELETE
+    #    of a row that is not there fails its transactions too (ORA-01403). Excluding them
+    #    can orphan later changes, so repeat until no new transaction fails.
+    for _ in range(MAX_CONFLICT_ROUNDS):
+        bad = failed.select("_source_database", "_transaction_id")
+        plans: dict[str, DataFrame] = {}
+        conflicts = []
+        for owner, name, tdef, model, changes in targets:
+            ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
+            with step("plan.order"):
+                plans[model] = build_target_plan(ok, tdef).localCheckpoint()
+            conflicts.append(
+                missing_row_conflicts(spark, plans[model], _table_inst(inst, owner, name), st.table("gold", model), tdef)
+            )
+        new = (
+            reduce(DataFrame.unionByName, conflicts)
+            .join(bad, ["_source_database", "_transaction_id"], "left_anti")
+            if conflicts else None
+        )
+        if new is None or new.limit(1).count() == 0:
+            break
+        failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
     ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
     txns = spark.table(st.table("silver", "transactions").replace("`", "")).where("status = 'COMMITTED'")
     entries = (
@@ -287,32 +363,23 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     )
     with step("plan.error_queue"):
         append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
-    # 2./3. Per target: drop failed transactions, order, root, write the plan table.
+    # 3. Write each target's plan table; its dbt model applies it.
     bad = failed.select("_source_database", "_transaction_id")
     outcome_parts = []
-    for (owner, name), items in sorted(per_source.items()):
-        tdef = dictionary[(items[0][0], owner, name)]
-        model = target_name(owner, name)
-        changes = reduce(DataFrame.unionByName, [df for _, df in items])
-        ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
-        plan_rows = build_target_plan(ok, tdef)
+    for owner, name, tdef, model, changes in targets:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
             (
-                plan_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+                plans[model].write.format("delta").mode("overwrite").option("overwriteSchema", "true")
                 .option("txnAppId", f"gold.plan.{model}").option("txnVersion", plan_id)
                 .saveAsTable(ptable.replace("`", ""))
             )
-            written = spark.table(ptable.replace("`", ""))
-            has_rows = written.limit(1).count() > 0
+            has_rows = spark.table(ptable.replace("`", "")).limit(1).count() > 0
         if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
-        table_inst = inst.where((F.col("owner") == owner) & (F.col("table_name") == name)).select(
-            F.col("source_database").alias("_source_database"), "instantiation_scn"
-        )
         tagged = changes.join(
             bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
-        ).join(table_inst, "_source_database", "left")
+        ).join(_table_inst(inst, owner, name), "_source_database", "left")
         outcome_parts.append(
             tagged.select(
                 "_source_database", "_transaction_id",
@@ -340,7 +407,6 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     with step("plan.outcomes"):
         append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
     plan.failed_transactions = failed.count()
-    failed.unpersist()
     return plan
 
 

@@ -34,12 +34,12 @@ def _session(ch: Channel):
 
 def _print_summary(spark, ch: Channel) -> int:
     from lakestreams.audit import run_audit
-    from lakestreams.pipeline import format_summary, gold_summary
+    from lakestreams.pipeline import discard_reasons, format_summary, gold_summary
 
     audit = run_audit(spark, ch)
     eq = ch.storage.table("gold", "error_queue").replace("`", "")
     errors = spark.table(eq).count() if spark.catalog.tableExists(eq) else 0
-    print(format_summary(audit, gold_summary(spark, ch), errors))
+    print(format_summary(audit, gold_summary(spark, ch), errors, discard_reasons(spark, ch)))
     return 0 if audit.ok else 3
 
 

@@ -97,7 +97,21 @@ def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary
     return out
 
 
-def format_summary(audit: Audit, tables: list[GoldTableSummary], error_queue: int) -> str:
+def discard_reasons(spark: SparkSession, channel: Channel) -> list[tuple[str, int]]:
+    """Records discarded per rule reason (from the silver outcomes)."""
+    name = channel.storage.table("silver", "outcomes").replace("`", "")
+    if not spark.catalog.tableExists(name):
+        return []
+    rows = (
+        spark.table(name).where("bucket = 'discarded'").groupBy("reason").agg(F.sum("records").alias("n"))
+        .orderBy(F.desc("n"), "reason").collect()
+    )
+    return [(r["reason"], int(r["n"])) for r in rows]
+
+
+def format_summary(
+    audit: Audit, tables: list[GoldTableSummary], error_queue: int, discards: list[tuple[str, int]] = ()
+) -> str:
     b = audit.buckets
     lines = [
         "lakestreams run summary",
@@ -108,6 +122,7 @@ def format_summary(audit: Audit, tables: list[GoldTableSummary], error_queue: in
         f"  pending             {b.get('pending', 0):>9}",
         f"  applied             {b.get('applied', 0):>9}",
         f"  discarded (rules)   {b.get('discarded', 0):>9}",
+        *(f"    {n:>7}  {reason}" for reason, n in discards),
         f"  below instantiation {b.get('below_instantiation', 0):>9}",
         f"  errors              {b.get('error', 0):>9}  ({error_queue} transactions in the error queue)",
         f"  DDL                 {b.get('ddl', 0):>9}",

@@ -59,9 +59,23 @@ def test_scenario(spark, applied, scenario):
         F.col("j.AMOUNT").cast("decimal(8,2)").alias("AMOUNT"), F.col("j.HIRED").cast("timestamp_ntz").alias("HIRED"),
     ).where(F.col("ID").isNotNull())
     assert_df_equality(gold, expected, ignore_row_order=True, ignore_nullable=True)
+    # Transactions expected in the error queue (number → start of the error), and no others.
+    prefix = scenario["name"].upper() + "."
+    queue = spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).where(
+        F.col("transaction_id").startswith(prefix)
+    )
+    got = {int(r["transaction_id"][len(prefix):]): r["error"] for r in queue.collect()}
+    want = scenario.get("errors", {})
+    assert set(got) == set(want), got
+    for n, text in want.items():
+        assert text in got[n], (n, got[n])
 
 
 def test_scenarios_balance(spark, applied):
     audit = run_audit(spark, applied)
     assert audit.ok, audit.problems
-    assert audit.buckets["error"] == 0 and audit.buckets["pending"] == 1
+    assert audit.buckets["pending"] == 1
+    assert audit.buckets["error"] == sum(
+        len(t["rows"] if isinstance(t, dict) else t)
+        for s in SPEC["scenarios"] for n, t in enumerate(s["transactions"], 1) if n in s.get("errors", {})
+    )
