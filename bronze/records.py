@@ -10,6 +10,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakestreams.config import GLOBAL_NAME
+
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "TRUNCATE")
 CONTROL_COMMANDS = ("COMMIT", "ROLLBACK")
 STRING_FIELDS = (
@@ -108,6 +110,7 @@ def _reason() -> Column:
         checks.append((_present(f) & (_kind(f) != "STRING"), f"field {f} is not a string"))
     for f in INTEGER_FIELDS:
         checks.append((_present(f) & ~_is_integer(f), f"field {f} is not an integer"))
+        checks.append((_present(f) & _is_integer(f) & _get(f).isNull(), f"field {f} does not fit a 64-bit integer"))
         checks.append((_present(f) & (_get(f) < 0), f"field {f} is negative"))
     for f in ("old_values", "new_values"):
         checks.append((_present(f) & ~_kind(f).startswith("OBJECT"), f"field {f} is not a JSON object"))
@@ -116,6 +119,8 @@ def _reason() -> Column:
         (~_present("transaction_id"), "missing transaction_id"),
         (~_present("commit_scn"), "missing commit_scn"),
         (~_present("source_database"), "missing source_database"),
+        (~_get("source_database").rlike(GLOBAL_NAME.pattern), "field source_database is not a global database name (e.g. DBS1.EXAMPLE.COM)"),
+        (~_present("commit_time"), "missing commit_time"),
         (
             _present("commit_time") & F.try_to_timestamp(_get("commit_time")).isNull(),
             "field commit_time is not an ISO-8601 timestamp",
@@ -157,6 +162,8 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 def to_bronze(parsed: DataFrame) -> DataFrame:
     """Valid parsed lines → rows of the bronze change-record table."""
     cols = [_get(f).alias(f) for f in STRING_FIELDS[:10]]
+    # Global names compare case-insensitively in Oracle; rules and channel files use upper case.
+    cols[0] = F.upper(_get("source_database")).alias("source_database")
     cols += [
         F.expr("variant_get(_v, '$.old_values')").alias("old_values"),
         F.expr("variant_get(_v, '$.new_values')").alias("new_values"),

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lakestreams.config import Channel
+from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import change_table_name
 from silver.dictionary import TableDef
@@ -178,10 +179,18 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         F.col("_segment_start").alias("_node"),
         ((F.col("_op") != "I") & (F.col("_prev_holds") == F.lit(False))).alias("_gap"),
     )
+    # An INSERT, or a move onto a key, claims the key: taken if a row holds it already
+    # (earlier in this plan; or in gold, when this is the plan's first event on the key).
+    claims = events.where((F.col("_role") == "to") | ((F.col("_role") == "from") & (F.col("_op") == "I"))).select(
+        "_seq",
+        F.coalesce(F.col("_prev_holds"), F.lit(False)).alias("_taken"),
+        F.col("_prev_holds").isNull().alias("_claim_first"),
+    )
     moves = c.where((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
     if moves.limit(1).count() == 0:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
-        return c.join(member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root")), "_seq")
+        roots = member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root"))
+        return c.join(roots, "_seq").join(claims, "_seq", "left")
     # A move starts a segment on the new key whose parent is the segment on the old key.
     link = events.where("_role = 'to'").select(F.col("_segment_start").alias("_node_to"), "_seq").join(
         member.select("_seq", F.col("_node").alias("_parent")), "_seq"
@@ -201,15 +210,23 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         if not changed:
             break
     roots = member.join(nodes, "_node").select("_seq", "_gap", F.col("_parent").cast("string").alias("_root"))
-    return c.join(roots, "_seq")
+    return c.join(roots, "_seq").join(claims, "_seq", "left")
 
 
 def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
     """Ordered, rooted changes of one target: the rows its dbt model reads."""
-    order = ["_commit_time", "_source_database", "_commit_scn", "_transaction_id", "_position"]
-    seq = changes.withColumn("_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint"))
+    # One source is ordered by SCN; sources are interleaved by commit time. A source's
+    # commit time is made monotone in SCN order (running maximum), so a clock step back
+    # at the source can never reorder its own transactions.
+    by_scn = Window.partitionBy("_source_database").orderBy("_commit_scn", "_transaction_id").rowsBetween(
+        Window.unboundedPreceding, 0
+    )
+    order = ["_order_time", "_source_database", "_commit_scn", "_transaction_id", "_position"]
+    seq = changes.withColumn("_order_time", F.max("_commit_time").over(by_scn)).withColumn(
+        "_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint")
+    )
     return assign_roots(seq, table).select(
-        "_seq", "_root", "_gap", "_op", "_okey", "_nkey", "_new", "_new_present",
+        "_seq", "_root", "_gap", "_taken", "_claim_first", "_op", "_okey", "_nkey", "_new", "_new_present",
         "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
     )
 
@@ -230,26 +247,33 @@ def _table_inst(inst: DataFrame, owner: str, name: str) -> DataFrame:
     )
 
 
-def missing_row_conflicts(
+def row_conflicts(
     spark: SparkSession, plan_rows: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef
 ) -> DataFrame:
-    """Transactions whose UPDATE/DELETE finds no row: the incarnation starts without an
-    INSERT (above the instantiation SCN), and either this plan already emptied the key or
-    gold holds no row at it."""
+    """Transactions whose changes meet the wrong row state, judged in plan order:
+
+    - an UPDATE/DELETE that finds no row (ORA-01403): the incarnation starts without an
+      INSERT (above the instantiation SCN), and this plan already emptied the key or gold
+      holds no row at it; every transaction of that incarnation fails;
+    - an INSERT or key move onto a key a row already holds (ORA-00001).
+    """
     above = plan_rows.join(table_inst, "_source_database").where(F.col("_commit_scn") > F.col("instantiation_scn"))
     first = (
         above.withColumn("_n", F.row_number().over(Window.partitionBy("_root").orderBy("_seq")))
         .where("_n = 1 AND _op <> 'I'")
         .select("_root", "_gap", F.col("_op").alias("_first_op"), F.col("_okey").alias("_start"))
     )
+    taken = above.where(F.col("_taken"))
     name = gold_table.replace("`", "")
     if spark.catalog.tableExists(name):
         # The first change on a key in this plan finds the row gold holds, if any.
         keys = spark.table(name).select(F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
         found = first.join(keys, first["_start"].eqNullSafe(keys["_gk"]), "left_semi").where(~F.col("_gap"))
         first = first.join(found.select("_root"), "_root", "left_anti")
+        claims = above.where(F.col("_claim_first") & ~F.col("_taken"))
+        taken = taken.unionByName(claims.join(keys, claims["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
-    return above.join(first, "_root").select(
+    missing = above.join(first, "_root").select(
         "_source_database",
         "_transaction_id",
         F.concat(
@@ -258,6 +282,17 @@ def missing_row_conflicts(
         ).alias("_error"),
         F.lit(None).cast("string").alias("failing_record"),
     )
+    duplicate = taken.select(
+        "_source_database",
+        "_transaction_id",
+        F.concat(
+            F.when(F.col("_op") == "I", F.lit("INSERT into")).otherwise(F.lit("UPDATE of")),
+            F.lit(f" {table.owner}.{table.name} finds key "), F.to_json("_nkey"),
+            F.lit(" taken by another row (ORA-00001: unique constraint violated)"),
+        ).alias("_error"),
+        F.lit(None).cast("string").alias("failing_record"),
+    )
+    return missing.unionByName(duplicate)
 
 
 def run_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -317,9 +352,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     for (owner, name), items in sorted(per_source.items()):
         changes = reduce(DataFrame.unionByName, [df for _, df in items])
         targets.append((owner, name, dictionary[(items[0][0], owner, name)], target_name(owner, name), changes))
-    # 2. Order and root each target without the failed transactions; an UPDATE or DELETE
-    #    of a row that is not there fails its transactions too (ORA-01403). Excluding them
-    #    can orphan later changes, so repeat until no new transaction fails.
+    # 2. Order and root each target without the failed transactions; a change that meets
+    #    the wrong row state (no row: ORA-01403; key taken: ORA-00001) fails its transaction
+    #    too. Excluding one can orphan later changes, so repeat until no new one fails.
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
         plans: dict[str, DataFrame] = {}
@@ -329,7 +364,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             with step("plan.order"):
                 plans[model] = build_target_plan(ok, tdef).localCheckpoint()
             conflicts.append(
-                missing_row_conflicts(spark, plans[model], _table_inst(inst, owner, name), st.table("gold", model), tdef)
+                row_conflicts(spark, plans[model], _table_inst(inst, owner, name), st.table("gold", model), tdef)
             )
         new = (
             reduce(DataFrame.unionByName, conflicts)
@@ -339,6 +374,10 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         if new is None or new.limit(1).count() == 0:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
+    else:
+        raise ApplyError(
+            f"plan {plan_id}: row conflicts still cascade after {MAX_CONFLICT_ROUNDS} rounds; nothing was applied"
+        )
     ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
     txns = spark.table(st.table("silver", "transactions").replace("`", "")).where("status = 'COMMITTED'")
     entries = (

@@ -311,7 +311,10 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         scn = it["scn"]
         if not isinstance(scn, int) or isinstance(scn, bool) or scn < 0:
             raise ConfigError(f"{where}.scn: {scn!r} is not a non-negative integer SCN")
-        inst.append(InstantiationSpec(check_global_name(it["source_database"], f"{where}.source_database"), owner, table, scn))
+        spec = InstantiationSpec(check_global_name(it["source_database"], f"{where}.source_database"), owner, table, scn)
+        if any((i.source_database, i.owner, i.table) == (spec.source_database, owner, table) for i in inst):
+            raise ConfigError(f"{where}: {owner}.{table} from {spec.source_database} is given an instantiation SCN twice")
+        inst.append(spec)
     t = _take(d["types"], "types", {"number_without_precision": "decimal"})
     types = TypePolicy(
         number_without_precision=_choice(

@@ -112,9 +112,15 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
     cmd = F.col("_command_type")
     for k in table.key_columns:
         c = table.column(k)
+        # A primary key is never NULL; in a unique or all-columns key a NULL is a value.
+        has_key = (
+            _is_value("old_values", c)
+            if table.key_kind == "PRIMARY KEY"
+            else F.array_contains(old_present, k)
+        )
         errors.append(
             F.when(
-                cmd.isin("UPDATE", "DELETE", "LOB_UPDATE") & ~_is_value("old_values", c),
+                cmd.isin("UPDATE", "DELETE", "LOB_UPDATE") & ~has_key,
                 F.lit(f"old image has no value for key column {k}"),
             )
         )

@@ -184,6 +184,27 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     return spark.table(txn_name.replace("`", "")).where(f"released_batch = {batch}")
 
 
+def _late_records_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> None:
+    """Records that land after their transaction was released cannot join it any more:
+    the transaction was applied without them. They go to the error queue, never lost."""
+    earlier = spark.table(_t(channel, "transactions").replace("`", "")).where(f"released_batch < {batch}")
+    late = new.where("NOT is_duplicate").join(
+        earlier.select("source_database", "transaction_id", "released_batch"), ["source_database", "transaction_id"]
+    )
+    errors = late.select(
+        F.lit(batch).cast("bigint").alias("silver_batch"),
+        "source_database",
+        "transaction_id",
+        F.concat(
+            F.lit("record landed after its transaction was complete (released in silver batch "),
+            F.col("released_batch").cast("string"),
+            F.lit("); the transaction was applied without it"),
+        ).alias("error"),
+        F.col("raw").alias("failing_record"),
+    )
+    append(errors, _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
+
+
 def _dictionary_step(
     spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
 ) -> dict[tuple[str, str, str], TableDef]:
@@ -262,6 +283,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         new = _ledger_step(spark, channel, batch, lo, hi)
     with step("silver.transactions"):
         released_txns = _transactions_step(spark, channel, batch, new).persist()
+        _late_records_step(spark, channel, batch, new)
     ledger = spark.table(_t(channel, "ledger").replace("`", "")).where("NOT is_duplicate")
     released = (
         ledger.join(

@@ -171,3 +171,47 @@ def test_gold_rerun_after_a_crash_before_progress_applies_nothing_twice(spark, t
     assert spark.sql(f"DESCRIBE HISTORY {target} LIMIT 1").first()["version"] == version
     assert_df_equality(gold(spark, ch), spark.createDataFrame([(2, "A", "n")], SCHEMA), ignore_row_order=True)
     assert run_audit(spark, ch).ok
+
+
+def _at(records: list[dict], when: str) -> list[dict]:
+    for r in records:
+        r["commit_time"] = when
+    return records
+
+
+def test_order_is_scn_within_a_source_and_commit_time_across_sources(spark, tmp_path):
+    ch = make_channel(tmp_path, landing={"a": "commit_records", "b": "commit_records"})
+    dbs2 = "DBS2.EXAMPLE.COM"
+    write_lines(ch, "a", "a.jsonl", [
+        *_at(Txn("t1", 100).ddl(REGIONS_DDL).commit(), "2024-01-01T10:00:00Z"),
+        *_at(Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "a", "NOTE": "n"}).commit(), "2024-01-01T10:00:01Z"),
+        # The source clock steps back: SCN order still decides within the source.
+        *_at(Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "scn300"}).commit(), "2024-01-01T10:00:09Z"),
+        *_at(Txn("t4", 400).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "scn400"}).commit(), "2024-01-01T10:00:08Z"),
+        *_at(Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1}, new={"NOTE": "dbs1 late"}).commit(), "2024-01-01T10:00:30Z"),
+    ])
+    write_lines(ch, "b", "b.jsonl", [
+        *_at(Txn("u1", 9000, source=dbs2).ddl(REGIONS_DDL).commit(), "2024-01-01T09:00:00Z"),
+        # A far higher SCN from another source, committed before t5: t5 comes after it.
+        *_at(Txn("u2", 9100, source=dbs2).row("UPDATE", old={"REGION_ID": 1}, new={"NOTE": "dbs2"}).commit(), "2024-01-01T10:00:20Z"),
+    ])
+    run_pipeline(spark, ch)
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "scn400", "dbs1 late")], SCHEMA))
+    assert run_audit(spark, ch).ok
+
+
+def test_a_record_landing_after_its_commit_goes_to_the_error_queue(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    t2 = Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "a", "NOTE": None})
+    write_lines(ch, "src", "f1.jsonl", [*Txn("t1", 100).ddl(REGIONS_DDL).commit(), *t2.commit()])
+    run_pipeline(spark, ch)
+    late = t2.row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "late", "NOTE": None}).records[-1]
+    write_lines(ch, "src", "f2.jsonl", [late])
+    run_pipeline(spark, ch)
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "a", None)], SCHEMA))
+    eq = spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).collect()
+    assert len(eq) == 1 and eq[0]["transaction_id"] == "t2"
+    assert eq[0]["error"].startswith("record landed after its transaction was complete")
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert audit.buckets["error"] == 1 and audit.buckets["applied"] == 1

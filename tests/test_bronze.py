@@ -44,6 +44,9 @@ CASES = {
     bad(commit_time="yesterday"): "field commit_time is not an ISO-8601 timestamp",
     bad(tag="zz"): "field tag is not a hex string",
     bad(object_name=...): "row record without object_owner/object_name",
+    bad(commit_scn=99999999999999999999): "field commit_scn does not fit a 64-bit integer",
+    bad(source_database="A`B; DROP"): "field source_database is not a global database name",
+    bad(commit_time=...): "missing commit_time",
 }
 
 

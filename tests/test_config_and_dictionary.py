@@ -22,6 +22,10 @@ BASE = {"name": "c", "landing": [{"name": "a", "path": "x"}]}
         ({"apply": {"rules": [{"global": True, "source_database": "x' or '1'='1"}]}}, "is not a global database name"),
         ({"instantiation": [{"table": "hr.x", "source_database": "D", "scn": -1}]}, "is not a non-negative integer SCN"),
         ({"landing": []}, "landing: expected a non-empty list"),
+        (
+            {"instantiation": [{"table": "hr.x", "source_database": "d", "scn": 1}, {"table": "HR.X", "source_database": "D", "scn": 2}]},
+            "instantiation[1]: HR.X from D is given an instantiation SCN twice",
+        ),
     ],
 )
 def test_bad_channel_is_refused_with_the_key(tmp_path, change, message):
