@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from bronze.records import BRONZE_DDL, QUARANTINE_DDL, parse_lines, to_bronze, to_quarantine
 from lakestreams.config import Channel, Landing
+from lakestreams.delta_io import append
 
 BRONZE_TABLE = "change_records"
 QUARANTINE_TABLE = "quarantine"
@@ -42,16 +43,6 @@ def create_bronze_tables(spark: SparkSession, channel: Channel) -> None:
     )
 
 
-def _append(df: DataFrame, table: str, app_id: str, version: int) -> None:
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id)
-        .option("txnVersion", version)
-        .saveAsTable(table.replace("`", ""))
-    )
-
-
 def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
     st = channel.storage
     bronze_table = st.table("bronze", BRONZE_TABLE)
@@ -75,9 +66,9 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
             ok, bad = int(tally["ok"]), int(tally["bad"])
             # An empty write would still commit a table version: skip it.
             if ok:
-                _append(to_bronze(parsed), bronze_table, f"bronze:{app}", batch_id)
+                append(to_bronze(parsed), bronze_table, f"bronze:{app}", batch_id)
             if bad:
-                _append(to_quarantine(parsed), quarantine_table, f"quarantine:{app}", batch_id)
+                append(to_quarantine(parsed), quarantine_table, f"quarantine:{app}", batch_id)
             counts.batches += 1
             counts.records += ok
             counts.quarantined += bad

@@ -22,13 +22,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lakestreams.config import Channel
+from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import change_table_name
 from silver.dictionary import TableDef
-from silver.run import append, load_dictionary
+from silver.run import load_dictionary
 
-GOLD_RUNS_DDL = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING, at TIMESTAMP"
+GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
+GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
 INSTANTIATION_DDL = (
     "source_database STRING, owner STRING, table_name STRING, instantiation_scn BIGINT, origin STRING"
 )
@@ -100,11 +102,10 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | N
     )
     if silver_done <= last_to:
         return None
-    row = spark.createDataFrame(
-        [(silver_done, last_to + 1, silver_done, "planned")],
-        "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING",
-    ).withColumn("at", F.current_timestamp())
-    append(row, st.table("silver", "gold_runs"), "gold.runs.planned", silver_done)
+    log_state(
+        spark, st.table("silver", "gold_runs"), (silver_done, last_to + 1, silver_done, "planned"),
+        GOLD_RUN_ROW, "gold.runs.planned", silver_done,
+    )
     return silver_done, last_to + 1, silver_done
 
 
@@ -305,10 +306,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     plan_id, lo, hi = opened
     plan = Plan(plan_id, lo, hi)
     inst = effective_instantiation(spark, channel)
-    (
-        inst.write.format("delta").mode("overwrite").option("txnAppId", "gold.instantiation")
-        .option("txnVersion", plan_id).saveAsTable(st.table("silver", "instantiation").replace("`", ""))
-    )
+    overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     dictionary = load_dictionary(spark, channel)
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
@@ -408,11 +406,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     for owner, name, tdef, model, changes in targets:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
-            (
-                plans[model].write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-                .option("txnAppId", f"gold.plan.{model}").option("txnVersion", plan_id)
-                .saveAsTable(ptable.replace("`", ""))
-            )
+            overwrite(plans[model], ptable, f"gold.plan.{model}", plan_id)
             has_rows = spark.table(ptable.replace("`", "")).limit(1).count() > 0
         if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
@@ -472,8 +466,7 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
         )
     if parts:
         append(reduce(DataFrame.unionByName, parts), st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
-    row = spark.createDataFrame(
-        [(plan.plan_id, plan.silver_from, plan.silver_to, "applied")],
-        "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING",
-    ).withColumn("at", F.current_timestamp())
-    append(row, st.table("silver", "gold_runs"), "gold.runs.applied", plan.plan_id)
+    log_state(
+        spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
+        GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,
+    )

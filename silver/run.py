@@ -16,6 +16,7 @@ from pyspark.sql.window import Window
 
 from bronze.ingest import BRONZE_TABLE
 from lakestreams.config import Channel
+from lakestreams.delta_io import append, log_state
 from lakestreams.errors import DdlError
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, type_changes
@@ -29,7 +30,8 @@ from silver.dictionary import (
 )
 from silver.rules import CONTROL_COMMANDS, build_client, discard_reason
 
-RUNS_DDL = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING, at TIMESTAMP"
+RUN_ROW = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
+RUNS_DDL = RUN_ROW + ", at TIMESTAMP"
 TXN_DDL = (
     "source_database STRING, transaction_id STRING, status STRING, commit_scn BIGINT, "
     "commit_time TIMESTAMP, released_batch BIGINT"
@@ -73,17 +75,6 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
 
 
-def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
-    """Idempotent append: Delta skips it if (app_id, version) already committed."""
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id)
-        .option("txnVersion", version)
-        .saveAsTable(table.replace("`", ""))
-    )
-
-
 def _latest_version(spark: SparkSession, table: str) -> int:
     return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"])
 
@@ -104,10 +95,7 @@ def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] |
     if latest <= last_to:
         return None
     batch = last_batch + 1
-    row = spark.createDataFrame(
-        [(batch, last_to + 1, latest, "started")], "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
-    ).withColumn("at", F.current_timestamp())
-    append(row, _t(channel, "runs"), "silver.runs.start", batch)
+    log_state(spark, _t(channel, "runs"), (batch, last_to + 1, latest, "started"), RUN_ROW, "silver.runs.start", batch)
     return batch, last_to + 1, latest
 
 
@@ -368,8 +356,5 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     finally:
         classified.unpersist()
         released_txns.unpersist()
-    done = spark.createDataFrame(
-        [(batch, lo, hi, "done")], "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
-    ).withColumn("at", F.current_timestamp())
-    append(done, _t(channel, "runs"), "silver.runs.done", batch)
+    log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done"), RUN_ROW, "silver.runs.done", batch)
     return result
