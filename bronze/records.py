@@ -161,9 +161,8 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 
 def to_bronze(parsed: DataFrame) -> DataFrame:
     """Valid parsed lines → rows of the bronze change-record table."""
-    cols = [_get(f).alias(f) for f in STRING_FIELDS[:10]]
     # Global names compare case-insensitively in Oracle; rules and channel files use upper case.
-    cols[0] = F.upper(_get("source_database")).alias("source_database")
+    cols = [(F.upper(_get(f)) if f == "source_database" else _get(f)).alias(f) for f in STRING_FIELDS[:10]]
     cols += [
         F.expr("variant_get(_v, '$.old_values')").alias("old_values"),
         F.expr("variant_get(_v, '$.new_values')").alias("new_values"),

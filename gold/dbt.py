@@ -76,7 +76,7 @@ def model_yml(t: TargetPlan) -> dict:
     }
 
 
-def stage_project(channel: Channel, plan: Plan, all_targets: list[TargetPlan]) -> Path:
+def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
     """Copy the dbt project into the state folder and generate the models of ``all_targets``."""
     src = project_root()
     dst = channel.storage.state / "dbt"
@@ -142,9 +142,10 @@ def run_dbt(spark: SparkSession, project: Path, args: list[str]) -> list[tuple[s
 def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets: list[TargetPlan]) -> list[tuple[str, str, str]]:
     """Stage the project and run only the models of targets with work in this plan."""
     if channel.storage.catalog:
-        # dbt-spark refuses three-part names: the catalog is the session's.
+        # dbt-spark refuses three-part names: the catalog is the session's. The catalog name
+        # was checked as an identifier when the channel was loaded.
         spark.sql(f"USE CATALOG `{channel.storage.catalog}`")
-    project = stage_project(channel, plan, all_targets)
+    project = stage_project(channel, all_targets)
     if not plan.targets:
         return []
     models = [t.model for t in plan.targets]

@@ -61,7 +61,6 @@ class Plan:
     silver_from: int | None = None
     silver_to: int | None = None
     targets: list[TargetPlan] = field(default_factory=list)
-    failed_transactions: int = 0
 
 
 def target_name(owner: str, table: str) -> str:
@@ -74,6 +73,7 @@ def plan_table_name(model: str) -> str:
 
 def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     st = channel.storage
+    # Constant column lists; names quoted by Storage.table from checked identifiers.
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'gold_runs')} ({GOLD_RUNS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'instantiation')} ({INSTANTIATION_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
@@ -407,7 +407,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
             overwrite(plans[model], ptable, f"gold.plan.{model}", plan_id)
-            has_rows = spark.table(ptable.replace("`", "")).limit(1).count() > 0
+            has_rows = plans[model].limit(1).count() > 0
         if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
         tagged = changes.join(
@@ -439,7 +439,6 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     )
     with step("plan.outcomes"):
         append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
-    plan.failed_transactions = failed.count()
     return plan
 
 

@@ -49,10 +49,20 @@ class Streams:
 
     def _add(
         self,
-        spec: RuleSpec,
+        level: str,
+        owner: str | None,
+        table: str | None,
         streams_type: str,
         streams_name: str,
+        include_dml: bool,
+        include_ddl: bool,
+        include_tagged_lcr: bool,
+        source_database: str | None,
+        inclusion_rule: bool,
     ) -> tuple[str | None, str | None]:
+        """Add one system-created rule request to its client; returns the rule names."""
+        src = check_global_name(source_database, "source_database") if source_database else None
+        spec = RuleSpec(level, owner, table, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule)
         if streams_type not in CLIENT_TYPES:
             raise ConfigError(f"streams_type: {streams_type!r} is not one of {', '.join(CLIENT_TYPES)}")
         check_identifier(streams_name, "streams_name")
@@ -85,9 +95,8 @@ class Streams:
         inclusion_rule: bool = True,
     ) -> tuple[str | None, str | None]:
         """Global rules for every object; returns (dml_rule_name, ddl_rule_name)."""
-        src = check_global_name(source_database, "source_database") if source_database else None
-        spec = RuleSpec("GLOBAL", None, None, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule)
-        return self._add(spec, streams_type, streams_name)
+        return self._add("GLOBAL", None, None, streams_type, streams_name, include_dml, include_ddl,
+                         include_tagged_lcr, source_database, inclusion_rule)
 
     def add_schema_rules(
         self,
@@ -102,9 +111,8 @@ class Streams:
     ) -> tuple[str | None, str | None]:
         """Schema rules for ``schema_name``; returns (dml_rule_name, ddl_rule_name)."""
         owner = check_identifier(schema_name, "schema_name").upper()
-        src = check_global_name(source_database, "source_database") if source_database else None
-        spec = RuleSpec("SCHEMA", owner, None, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule)
-        return self._add(spec, streams_type, streams_name)
+        return self._add("SCHEMA", owner, None, streams_type, streams_name, include_dml, include_ddl,
+                         include_tagged_lcr, source_database, inclusion_rule)
 
     def add_table_rules(
         self,
@@ -119,9 +127,8 @@ class Streams:
     ) -> tuple[str | None, str | None]:
         """Table rules for ``owner.table``; returns (dml_rule_name, ddl_rule_name)."""
         owner, table = split_table_name(table_name, "table_name")
-        src = check_global_name(source_database, "source_database") if source_database else None
-        spec = RuleSpec("TABLE", owner, table, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule)
-        return self._add(spec, streams_type, streams_name)
+        return self._add("TABLE", owner, table, streams_type, streams_name, include_dml, include_ddl,
+                         include_tagged_lcr, source_database, inclusion_rule)
 
     def set_table_instantiation_scn(
         self, source_object_name: str, source_database_name: str, instantiation_scn: int

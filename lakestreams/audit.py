@@ -52,6 +52,7 @@ def run_audit(spark: SparkSession, channel: Channel) -> Audit:
         return a
     a.bronze = bronze.count()
     a.quarantined = quarantine.count() if quarantine is not None else 0
+    # Metadata only: one row per landing file, one per plan, one per bucket.
     files = [r[0] for r in bronze.select("_source_file").union(quarantine.select("_source_file")).distinct().collect()]
     a.landed = spark.read.text(files).count() if files else 0
     if a.landed != a.bronze + a.quarantined:

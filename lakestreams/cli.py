@@ -63,6 +63,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
     spark = _session(ch)
+    # Table names come from our own schemas and are quoted by Storage.table.
     for layer in ("bronze", "silver"):
         for t in spark.catalog.listTables(ch.storage.schema_name(layer)):
             name = ch.storage.table(layer, t.name)

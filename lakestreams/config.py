@@ -106,7 +106,11 @@ class Storage:
         return f"{self.schema}_{layer}"
 
     def table(self, layer: str, name: str) -> str:
-        """Quoted table name, two-part locally, three-part with a catalog."""
+        """Quoted table name, two-part locally, three-part with a catalog.
+
+        Every part is an identifier checked on load (catalog, schema) or a name of our own
+        making from dictionary names that passed ``SAFE_NAME``: no backtick can occur.
+        """
         parts = [self.catalog] if self.catalog else []
         parts += [self.schema_name(layer), name]
         return ".".join(f"`{p}`" for p in parts)

@@ -83,6 +83,7 @@ def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary
     progress_name = st.table("gold", "apply_progress").replace("`", "")
     if not spark.catalog.tableExists(progress_name):
         return []
+    # One row per target and source database (metadata, not change data).
     latest = {
         (r["target"], r["source_database"]): int(r["scn"])
         for r in spark.table(progress_name).groupBy("target", "source_database").agg(F.max("applied_scn").alias("scn")).collect()
@@ -102,6 +103,7 @@ def discard_reasons(spark: SparkSession, channel: Channel) -> list[tuple[str, in
     name = channel.storage.table("silver", "outcomes").replace("`", "")
     if not spark.catalog.tableExists(name):
         return []
+    # One row per rule reason.
     rows = (
         spark.table(name).where("bucket = 'discarded'").groupBy("reason").agg(F.sum("records").alias("n"))
         .orderBy(F.desc("n"), "reason").collect()

@@ -71,6 +71,7 @@ def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
     registered again from their Delta folders; on Databricks (a catalog is set) Unity
     Catalog keeps them and nothing is registered.
     """
+    # Catalog and schema prefix are identifiers checked when the channel was loaded.
     if storage.catalog:
         spark.sql(f"USE CATALOG `{storage.catalog}`")
     for layer in LAYERS:
@@ -87,6 +88,3 @@ def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
                 # The catalog API takes the path as a value: nothing is pasted into SQL.
                 spark.catalog.createTable(f"{schema}.{sub.name}", path=sub.as_posix(), source="delta")
 
-
-def table_exists(spark: SparkSession, qualified: str) -> bool:
-    return spark.catalog.tableExists(qualified.replace("`", ""))

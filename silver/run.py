@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from bronze.ingest import BRONZE_TABLE
+from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state
 from lakestreams.errors import DdlError
@@ -51,7 +52,6 @@ class SilverResult:
     batch: int | None = None
     bronze_from: int | None = None
     bronze_to: int | None = None
-    released_transactions: int = 0
     tables: list[str] = field(default_factory=list)
 
 
@@ -60,9 +60,8 @@ def _t(channel: Channel, name: str) -> str:
 
 
 def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
-    from bronze.records import BRONZE_DDL
-
     ledger_ddl = BRONZE_DDL + ", record_hash STRING, is_duplicate BOOLEAN, silver_batch BIGINT"
+    # Constant column lists; names quoted by Storage.table from checked identifiers.
     for name, ddl in (
         ("runs", RUNS_DDL),
         ("ledger", ledger_ddl),
@@ -76,6 +75,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
 
 
 def _latest_version(spark: SparkSession, table: str) -> int:
+    # ``table`` is a Storage.table name (quoted, checked identifiers).
     return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"])
 
 
@@ -114,8 +114,6 @@ def record_hash() -> F.Column:
 
 
 def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> DataFrame:
-    from bronze.records import BRONZE_COLUMNS
-
     ledger_name = _t(channel, "ledger")
     new = (
         spark.read.format("delta")
@@ -236,6 +234,7 @@ def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, st
     w = Window.partitionBy("source_database", "owner", "table_name").orderBy(
         F.col("revision_scn").desc(), F.col("silver_batch").desc()
     )
+    # One row per source table: the dictionary is metadata and grows with tables.
     latest = (
         spark.table(_t(channel, "dictionary").replace("`", ""))
         .withColumn("_n", F.row_number().over(w))
@@ -288,18 +287,25 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     clients = [build_client(c) for c in channel.clients]
     is_ddl = F.col("ddl_text").isNotNull()
     is_control = F.col("command_type").isin(*CONTROL_COMMANDS) & ~is_ddl
-    classified = released.withColumn(
-        "_bucket",
-        F.when(is_control, "control")
-        .when(F.col("status") == "ROLLED_BACK", "rolled_back")
-        .when(is_ddl, "ddl")
-        .otherwise(F.when(discard_reason(clients).isNotNull(), "discarded").otherwise("accepted")),
-    ).withColumn("_reason", F.when(F.col("_bucket") == "discarded", discard_reason(clients)))
+    classified = (
+        released.withColumn("_discard", discard_reason(clients))
+        .withColumn(
+            "_bucket",
+            F.when(is_control, "control")
+            .when(F.col("status") == "ROLLED_BACK", "rolled_back")
+            .when(is_ddl, "ddl")
+            .when(F.col("_discard").isNotNull(), "discarded")
+            .otherwise("accepted"),
+        )
+        .withColumn("_reason", F.when(F.col("_bucket") == "discarded", F.col("_discard")))
+        .drop("_discard")
+    )
     classified = classified.persist()
     try:
         with step("silver.dictionary"):
             dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
         accepted = classified.where("_bucket = 'accepted'")
+        # One row per source object with accepted records this batch.
         objects = [
             (r["source_database"], r["object_owner"], r["object_name"])
             for r in accepted.select("source_database", "object_owner", "object_name").distinct().collect()
@@ -352,7 +358,6 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         )
         with step("silver.outcomes"):
             append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
-        result.released_transactions = released_txns.count()
     finally:
         classified.unpersist()
         released_txns.unpersist()
