@@ -25,9 +25,8 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
-from silver.changes import change_table_name
 from silver.dictionary import TableDef
-from silver.run import load_dictionary
+from silver.run import load_targets
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
@@ -53,6 +52,7 @@ class TargetPlan:
     table: str
     definition: TableDef
     plan_table: str
+    sources: tuple[tuple[str, str, str], ...] = ()  # (source database, owner, table) feeding it
 
 
 @dataclass
@@ -242,10 +242,12 @@ def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
     return failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
 
-def _table_inst(inst: DataFrame, owner: str, name: str) -> DataFrame:
-    return inst.where((F.col("owner") == owner) & (F.col("table_name") == name)).select(
-        F.col("source_database").alias("_source_database"), "instantiation_scn"
-    )
+def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> DataFrame:
+    """Instantiation SCN per source database of a target (set for the source objects)."""
+    cond = F.lit(False)
+    for src, owner, name in sources:
+        cond = cond | ((F.col("source_database") == src) & (F.col("owner") == owner) & (F.col("table_name") == name))
+    return inst.where(cond).select(F.col("source_database").alias("_source_database"), "instantiation_scn")
 
 
 def row_conflicts(
@@ -308,20 +310,19 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     inst = effective_instantiation(spark, channel)
     overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
-    dictionary = load_dictionary(spark, channel)
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
-    per_source: dict[tuple[str, str], list[tuple[str, DataFrame]]] = {}
+    per_source: dict[tuple[str, str], list[tuple]] = {}
     existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
-    for src, owner, name in sorted(dictionary):
-        chg = change_table_name(src, owner, name)
+    for src, sowner, sname, tdef, chg in load_targets(spark, channel):
         if chg not in existing:
             continue
         df = spark.table(st.table("silver", chg).replace("`", "")).where(in_range)
-        per_source.setdefault((owner, name), []).append((src, df))
-    # 1. Transactions that fail, decided once for all tables.
+        per_source.setdefault((tdef.owner, tdef.name), []).append((src, df, (src, sowner, sname), tdef))
+    # 1. Transactions that fail, decided once for all tables. Instantiation SCNs are set
+    #    for source objects, whatever name a transformation gives the target.
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error"]
-    all_changes = [df.select(*meta, F.lit(o).alias("_owner"), F.lit(n).alias("_table"))
-                   for (o, n), items in per_source.items() for _, df in items]
+    all_changes = [df.select(*meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"))
+                   for items in per_source.values() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
@@ -348,8 +349,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     failed = _first_error_per_transaction(failures).localCheckpoint()
     targets = []
     for (owner, name), items in sorted(per_source.items()):
-        changes = reduce(DataFrame.unionByName, [df for _, df in items])
-        targets.append((owner, name, dictionary[(items[0][0], owner, name)], target_name(owner, name), changes))
+        changes = reduce(DataFrame.unionByName, [df for _, df, _, _ in items])
+        sources = tuple(source for _, _, source, _ in items)
+        targets.append((owner, name, items[0][3], target_name(owner, name), changes, sources))
     # 2. Order and root each target without the failed transactions; a change that meets
     #    the wrong row state (no row: ORA-01403; key taken: ORA-00001) fails its transaction
     #    too. Excluding one can orphan later changes, so repeat until no new one fails.
@@ -357,12 +359,12 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         bad = failed.select("_source_database", "_transaction_id")
         plans: dict[str, DataFrame] = {}
         conflicts = []
-        for owner, name, tdef, model, changes in targets:
+        for _owner, _name, tdef, model, changes, sources in targets:
             ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
             with step("plan.order"):
                 plans[model] = build_target_plan(ok, tdef).localCheckpoint()
             conflicts.append(
-                row_conflicts(spark, plans[model], _table_inst(inst, owner, name), st.table("gold", model), tdef)
+                row_conflicts(spark, plans[model], _table_inst(inst, sources), st.table("gold", model), tdef)
             )
         new = (
             reduce(DataFrame.unionByName, conflicts)
@@ -403,16 +405,16 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     # 3. Write each target's plan table; its dbt model applies it.
     bad = failed.select("_source_database", "_transaction_id")
     outcome_parts = []
-    for owner, name, tdef, model, changes in targets:
+    for owner, name, tdef, model, changes, sources in targets:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
             overwrite(plans[model], ptable, f"gold.plan.{model}", plan_id)
             has_rows = plans[model].limit(1).count() > 0
         if has_rows:
-            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model)))
+            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources))
         tagged = changes.join(
             bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
-        ).join(_table_inst(inst, owner, name), "_source_database", "left")
+        ).join(_table_inst(inst, sources), "_source_database", "left")
         outcome_parts.append(
             tagged.select(
                 "_source_database", "_transaction_id",
@@ -449,10 +451,7 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     for t in plan.targets:
         rows = spark.table(st.table("silver", t.plan_table).replace("`", "")).join(
-            inst.where((F.col("owner") == t.owner) & (F.col("table_name") == t.table)).select(
-                F.col("source_database").alias("_source_database"), "instantiation_scn"
-            ),
-            "_source_database",
+            _table_inst(inst, t.sources), "_source_database"
         ).where(F.col("_commit_scn") > F.col("instantiation_scn"))
         parts.append(
             rows.groupBy("_source_database").agg(

@@ -14,6 +14,7 @@ typed objects and are validated the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,16 @@ from lakestreams.config import (
     ClientSpec,
     InstantiationSpec,
     RuleSpec,
+    TransformSpec,
     channel_from_dict,
     check_global_name,
     check_identifier,
+    check_rules,
     load_channel,
     split_table_name,
 )
 from lakestreams.errors import ConfigError
-from silver.rules import build_client
+from silver.rules import build_clients, describe
 
 
 class Streams:
@@ -47,22 +50,7 @@ class Streams:
     def new(cls, name: str, landing: list[dict[str, Any]], base_dir: str | Path = ".", **extra: Any) -> Streams:
         return cls(channel_from_dict({"name": name, "landing": landing, **extra}, Path(base_dir).resolve()))
 
-    def _add(
-        self,
-        level: str,
-        owner: str | None,
-        table: str | None,
-        streams_type: str,
-        streams_name: str,
-        include_dml: bool,
-        include_ddl: bool,
-        include_tagged_lcr: bool,
-        source_database: str | None,
-        inclusion_rule: bool,
-    ) -> tuple[str | None, str | None]:
-        """Add one system-created rule request to its client; returns the rule names."""
-        src = check_global_name(source_database, "source_database") if source_database else None
-        spec = RuleSpec(level, owner, table, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule)
+    def _client(self, streams_type: str, streams_name: str) -> ClientSpec:
         if streams_type not in CLIENT_TYPES:
             raise ConfigError(f"streams_type: {streams_type!r} is not one of {', '.join(CLIENT_TYPES)}")
         check_identifier(streams_name, "streams_name")
@@ -71,15 +59,30 @@ class Streams:
             raise ConfigError(
                 f"streams_name: this channel's {streams_type} client is {current.name!r}, not {streams_name!r}"
             )
-        client = current or ClientSpec(streams_type, streams_name)
-        updated = ClientSpec(
-            client.streams_type, client.name, client.positive_rule_set, client.negative_rule_set, (*client.rules, spec)
-        )
-        others = tuple(c for c in self.channel.clients if c.streams_type != streams_type)
-        self.channel = self.channel.replace(clients=(*others, updated))
-        built = build_client(updated)
+        return current or ClientSpec(streams_type, streams_name)
+
+    def _replace_client(self, updated: ClientSpec) -> None:
+        others = tuple(c for c in self.channel.clients if c.streams_type != updated.streams_type)
+        candidate = self.channel.replace(clients=(*others, updated))
+        check_rules(candidate)  # refuse a bad condition or transformation now, not at run time
+        self.channel = candidate
+
+    def _add_spec(self, spec: RuleSpec, streams_type: str, streams_name: str) -> list:
+        """Add one rule request to its client; returns the rules it created."""
+        client = self._client(streams_type, streams_name)
+        updated = dataclasses.replace(client, rules=(*client.rules, spec))
+        self._replace_client(updated)
+        built = next(c for c in build_clients(self.channel) if c.streams_type == streams_type)
         rule_set = built.positive if spec.inclusion_rule else built.negative
-        mine = [r for r in (rule_set.rules if rule_set else ()) if r.spec is spec]
+        return [r for r in (rule_set.rules if rule_set else ()) if r.spec is spec]
+
+    def _add(self, level: str, owner: str | None, table: str | None, streams_type: str, streams_name: str,
+             include_dml: bool, include_ddl: bool, include_tagged_lcr: bool, source_database: str | None,
+             inclusion_rule: bool, and_condition: str | None) -> tuple[str | None, str | None]:
+        src = check_global_name(source_database, "source_database") if source_database else None
+        spec = RuleSpec(level, owner, table, include_dml, include_ddl, include_tagged_lcr, src, inclusion_rule,
+                        and_condition=and_condition)
+        mine = self._add_spec(spec, streams_type, streams_name)
         dml = next((r.name for r in mine if r.kind == "DML"), None)
         ddl = next((r.name for r in mine if r.kind == "DDL"), None)
         return dml, ddl
@@ -93,10 +96,11 @@ class Streams:
         include_tagged_lcr: bool = False,
         source_database: str | None = None,
         inclusion_rule: bool = True,
+        and_condition: str | None = None,
     ) -> tuple[str | None, str | None]:
         """Global rules for every object; returns (dml_rule_name, ddl_rule_name)."""
         return self._add("GLOBAL", None, None, streams_type, streams_name, include_dml, include_ddl,
-                         include_tagged_lcr, source_database, inclusion_rule)
+                         include_tagged_lcr, source_database, inclusion_rule, and_condition)
 
     def add_schema_rules(
         self,
@@ -108,11 +112,12 @@ class Streams:
         include_tagged_lcr: bool = False,
         source_database: str | None = None,
         inclusion_rule: bool = True,
+        and_condition: str | None = None,
     ) -> tuple[str | None, str | None]:
         """Schema rules for ``schema_name``; returns (dml_rule_name, ddl_rule_name)."""
         owner = check_identifier(schema_name, "schema_name").upper()
         return self._add("SCHEMA", owner, None, streams_type, streams_name, include_dml, include_ddl,
-                         include_tagged_lcr, source_database, inclusion_rule)
+                         include_tagged_lcr, source_database, inclusion_rule, and_condition)
 
     def add_table_rules(
         self,
@@ -124,11 +129,115 @@ class Streams:
         include_tagged_lcr: bool = False,
         source_database: str | None = None,
         inclusion_rule: bool = True,
+        and_condition: str | None = None,
     ) -> tuple[str | None, str | None]:
-        """Table rules for ``owner.table``; returns (dml_rule_name, ddl_rule_name)."""
+        """Table rules for ``owner.table``; returns (dml_rule_name, ddl_rule_name).
+
+        ``and_condition`` is ANDed to the generated condition, with ``:lcr`` rewritten
+        to ``:dml`` or ``:ddl`` for each rule.
+        """
         owner, table = split_table_name(table_name, "table_name")
         return self._add("TABLE", owner, table, streams_type, streams_name, include_dml, include_ddl,
-                         include_tagged_lcr, source_database, inclusion_rule)
+                         include_tagged_lcr, source_database, inclusion_rule, and_condition)
+
+    def add_subset_rules(
+        self,
+        table_name: str,
+        dml_condition: str,
+        streams_type: str = "apply",
+        streams_name: str = "apply",
+        include_tagged_lcr: bool = False,
+        source_database: str | None = None,
+        inclusion_rule: bool = True,
+    ) -> tuple[str, str, str]:
+        """The insert, update and delete rules of a row subset; returns their names.
+
+        Subset rules go in the positive rule set only: ``inclusion_rule=False`` is refused.
+        """
+        if not inclusion_rule:
+            raise ConfigError("add_subset_rules: subset rules go in the positive rule set only (inclusion_rule=True)")
+        owner, table = split_table_name(table_name, "table_name")
+        if not isinstance(dml_condition, str) or not dml_condition.strip():
+            raise ConfigError("dml_condition: expected a WHERE-like condition such as 'region_id=2'")
+        src = check_global_name(source_database, "source_database") if source_database else None
+        spec = RuleSpec("SUBSET", owner, table, True, False, include_tagged_lcr, src, True, dml_condition=dml_condition)
+        mine = {r.subset_dml: r.name for r in self._add_spec(spec, streams_type, streams_name)}
+        return mine["INSERT"], mine["UPDATE"], mine["DELETE"]
+
+    def add_rule(
+        self,
+        condition: str,
+        streams_type: str = "apply",
+        streams_name: str = "apply",
+        rule_name: str | None = None,
+        inclusion_rule: bool = True,
+    ) -> str:
+        """A rule with a condition in Oracle syntax, verbatim (as DBMS_RULE_ADM.CREATE_RULE
+        and ADD_RULE take it); returns the rule's name."""
+        name = check_identifier(rule_name, "rule_name").upper() if rule_name else None
+        spec = RuleSpec("CONDITION", inclusion_rule=inclusion_rule, condition=condition, rule_name=name)
+        return self._add_spec(spec, streams_type, streams_name)[0].name
+
+    def _transform(self, spec: TransformSpec, streams_type: str, streams_name: str) -> None:
+        client = self._client(streams_type, streams_name)
+        self._replace_client(dataclasses.replace(client, transformations=(*client.transformations, spec)))
+
+    def rename_schema(self, rule_name: str, from_schema_name: str, to_schema_name: str, step_number: int = 0,
+                      streams_type: str = "apply", streams_name: str = "apply") -> None:
+        """Declarative transformation: records kept by ``rule_name`` move to another schema."""
+        self._transform(TransformSpec(
+            rule_name.upper(), "rename_schema", owner=check_identifier(from_schema_name, "from_schema_name").upper(),
+            to_owner=check_identifier(to_schema_name, "to_schema_name").upper(), step_number=step_number,
+        ), streams_type, streams_name)
+
+    def rename_table(self, rule_name: str, from_table_name: str, to_table_name: str, step_number: int = 0,
+                     streams_type: str = "apply", streams_name: str = "apply") -> None:
+        """Declarative transformation: records of one table kept by ``rule_name`` go to another table."""
+        owner, table = split_table_name(from_table_name, "from_table_name")
+        to_owner, to_table = split_table_name(to_table_name, "to_table_name")
+        self._transform(TransformSpec(rule_name.upper(), "rename_table", owner=owner, table=table,
+                                      to_owner=to_owner, to_table=to_table, step_number=step_number),
+                        streams_type, streams_name)
+
+    def add_column(self, rule_name: str, table_name: str, column_name: str, column_type: str,
+                   column_value: Any = None, expression: str | None = None, value_type: str = "NEW",
+                   step_number: int = 0, streams_type: str = "apply", streams_name: str = "apply") -> None:
+        """Declarative transformation: add a column with a value or an expression such as
+        ``:lcr.get_source_database_name()``."""
+        owner, table = split_table_name(table_name, "table_name")
+        self._transform(TransformSpec(
+            rule_name.upper(), "add_column", owner=owner, table=table,
+            column=check_identifier(column_name, "column_name").upper(), column_type=column_type,
+            value=column_value, expression=expression, value_type=value_type.upper(), step_number=step_number,
+        ), streams_type, streams_name)
+
+    def rename_column(self, rule_name: str, table_name: str, from_column_name: str, to_column_name: str,
+                      value_type: str = "*", step_number: int = 0, streams_type: str = "apply",
+                      streams_name: str = "apply") -> None:
+        """Declarative transformation: rename a column in the old and/or new image."""
+        owner, table = split_table_name(table_name, "table_name")
+        self._transform(TransformSpec(
+            rule_name.upper(), "rename_column", owner=owner, table=table,
+            column=check_identifier(from_column_name, "from_column_name").upper(),
+            to_column=check_identifier(to_column_name, "to_column_name").upper(),
+            value_type=value_type.upper(), step_number=step_number,
+        ), streams_type, streams_name)
+
+    def delete_column(self, rule_name: str, table_name: str, column_name: str, value_type: str = "*",
+                      step_number: int = 0, streams_type: str = "apply", streams_name: str = "apply") -> None:
+        """Declarative transformation: drop a column from the old and/or new image."""
+        owner, table = split_table_name(table_name, "table_name")
+        self._transform(TransformSpec(
+            rule_name.upper(), "delete_column", owner=owner, table=table,
+            column=check_identifier(column_name, "column_name").upper(), value_type=value_type.upper(),
+            step_number=step_number,
+        ), streams_type, streams_name)
+
+    def set_custom_transformation(self, rule_name: str, function_name: str, step_number: int = 0,
+                                  streams_type: str = "apply", streams_name: str = "apply") -> None:
+        """Run a transformation registered with ``silver.transforms.register`` for ``rule_name``."""
+        self._transform(TransformSpec(rule_name.upper(), "custom", function=check_identifier(function_name, "function_name"),
+                                      step_number=step_number), streams_type, streams_name)
 
     def set_table_instantiation_scn(
         self, source_object_name: str, source_database_name: str, instantiation_scn: int
@@ -147,20 +256,4 @@ class Streams:
 
     def rules(self) -> list[dict[str, str]]:
         """Every rule with its client, rule set and Oracle condition (like DBA_STREAMS_RULES)."""
-        out = []
-        for spec in self.channel.clients:
-            client = build_client(spec)
-            for kind, rs in (("POSITIVE", client.positive), ("NEGATIVE", client.negative)):
-                for r in rs.rules if rs else ():
-                    out.append(
-                        {
-                            "streams_type": client.streams_type,
-                            "streams_name": client.name,
-                            "rule_set_type": kind,
-                            "rule_set_name": rs.name,
-                            "rule_name": r.name,
-                            "rule_type": r.kind,
-                            "condition": r.condition,
-                        }
-                    )
-        return out
+        return describe(build_clients(self.channel))

@@ -128,9 +128,14 @@ class Landing:
 
 @dataclass(frozen=True)
 class RuleSpec:
-    """A system-created rule request, as DBMS_STREAMS_ADM.ADD_*_RULES takes it."""
+    """A rule request: what DBMS_STREAMS_ADM.ADD_*_RULES takes, or a raw rule condition.
 
-    level: str  # GLOBAL | SCHEMA | TABLE
+    ``level`` is GLOBAL, SCHEMA or TABLE (system-created, optionally with an
+    ``and_condition`` over ``:lcr``), SUBSET (``ADD_SUBSET_RULES``: three DML rules from
+    ``dml_condition``) or CONDITION (a rule condition in Oracle syntax, verbatim).
+    """
+
+    level: str
     owner: str | None = None
     table: str | None = None
     include_dml: bool = True
@@ -138,6 +143,41 @@ class RuleSpec:
     include_tagged_lcr: bool = False
     source_database: str | None = None
     inclusion_rule: bool = True
+    and_condition: str | None = None
+    dml_condition: str | None = None
+    condition: str | None = None
+    rule_name: str | None = None
+
+
+#: Declarative rule-based transformations, in the order they run within one step number.
+TRANSFORM_KINDS = ("delete_column", "rename_column", "add_column", "rename_table", "rename_schema")
+VALUE_TYPES = ("NEW", "OLD", "*")
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    """A rule-based transformation attached to a rule of the client's positive rule set.
+
+    Declarative kinds follow DBMS_STREAMS_ADM (RENAME_SCHEMA, RENAME_TABLE, ADD_COLUMN,
+    RENAME_COLUMN, DELETE_COLUMN); ``custom`` names a transformation registered in Python
+    (``lakestreams.transforms.register``). Lower ``step_number`` runs first; within a step,
+    declarative kinds run in ``TRANSFORM_KINDS`` order and custom ones last.
+    """
+
+    rule: str
+    kind: str
+    owner: str | None = None
+    table: str | None = None
+    column: str | None = None
+    to_owner: str | None = None
+    to_table: str | None = None
+    to_column: str | None = None
+    column_type: str | None = None
+    value: Any = None
+    expression: str | None = None
+    value_type: str = "*"
+    function: str | None = None
+    step_number: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,6 +189,7 @@ class ClientSpec:
     positive_rule_set: str | None = None
     negative_rule_set: str | None = None
     rules: tuple[RuleSpec, ...] = ()
+    transformations: tuple[TransformSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,6 +226,7 @@ class Channel:
     instantiation: tuple[InstantiationSpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
+    transformation_modules: tuple[str, ...] = ()
     source_path: Path | None = None
 
     def client(self, streams_type: str) -> ClientSpec | None:
@@ -197,6 +239,12 @@ class Channel:
         return dataclasses.replace(self, **changes)
 
 
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: expected non-empty condition text")
+    return value
+
+
 def _rule(data: Any, where: str) -> RuleSpec:
     d = _take(
         data,
@@ -205,6 +253,10 @@ def _rule(data: Any, where: str) -> RuleSpec:
             "global": False,
             "schema": None,
             "table": None,
+            "subset": None,
+            "condition": None,
+            "name": None,
+            "and_condition": None,
             "include_dml": True,
             "include_ddl": False,
             "include_tagged_lcr": False,
@@ -212,9 +264,26 @@ def _rule(data: Any, where: str) -> RuleSpec:
             "inclusion_rule": True,
         },
     )
+    inclusion = _bool(d["inclusion_rule"], f"{where}.inclusion_rule")
+    if d["condition"] is not None:
+        others = [k for k in ("global", "schema", "table", "subset", "and_condition", "source_database")
+                  if d[k] not in (None, False)]
+        if others:
+            raise ConfigError(f"{where}: a raw rule has only condition, name and inclusion_rule; remove {others[0]!r}")
+        name = d["name"]
+        return RuleSpec(
+            level="CONDITION",
+            condition=_text(d["condition"], f"{where}.condition"),
+            rule_name=None if name is None else check_identifier(name, f"{where}.name").upper(),
+            inclusion_rule=inclusion,
+        )
+    if d["name"] is not None:
+        raise ConfigError(f"{where}.name: only raw rules (condition:) are named by hand; system-created rules are named for you")
     levels = [k for k in ("global", "schema", "table") if d[k] not in (None, False)]
     if len(levels) != 1:
-        raise ConfigError(f"{where}: give exactly one of global: true, schema: NAME, table: OWNER.NAME")
+        raise ConfigError(
+            f"{where}: give exactly one of global: true, schema: NAME, table: OWNER.NAME, or condition: TEXT"
+        )
     owner = table = None
     if levels[0] == "schema":
         owner = check_identifier(d["schema"], f"{where}.schema").upper()
@@ -223,35 +292,115 @@ def _rule(data: Any, where: str) -> RuleSpec:
     elif d["global"] is not True:
         raise ConfigError(f"{where}.global: {d['global']!r} is not true")
     src = d["source_database"]
+    level = levels[0].upper()
+    dml_condition = None
+    if d["subset"] is not None:
+        if level != "TABLE":
+            raise ConfigError(f"{where}.subset: subset rules are for one table; give table: OWNER.NAME")
+        if not inclusion:
+            raise ConfigError(
+                f"{where}.subset: subset rules go in the positive rule set only (inclusion_rule: true); "
+                "row migration is not performed on discarded records"
+            )
+        if d["and_condition"] is not None or d["include_ddl"] is True:
+            raise ConfigError(f"{where}: subset rules take neither and_condition nor include_ddl")
+        level, dml_condition = "SUBSET", _text(d["subset"], f"{where}.subset")
     return RuleSpec(
-        level=levels[0].upper(),
+        level=level,
         owner=owner,
         table=table,
-        include_dml=_bool(d["include_dml"], f"{where}.include_dml"),
-        include_ddl=_bool(d["include_ddl"], f"{where}.include_ddl"),
+        include_dml=True if level == "SUBSET" else _bool(d["include_dml"], f"{where}.include_dml"),
+        include_ddl=False if level == "SUBSET" else _bool(d["include_ddl"], f"{where}.include_ddl"),
         include_tagged_lcr=_bool(d["include_tagged_lcr"], f"{where}.include_tagged_lcr"),
         source_database=None if src is None else check_global_name(src, f"{where}.source_database"),
-        inclusion_rule=_bool(d["inclusion_rule"], f"{where}.inclusion_rule"),
+        inclusion_rule=inclusion,
+        and_condition=None if d["and_condition"] is None else _text(d["and_condition"], f"{where}.and_condition"),
+        dml_condition=dml_condition,
     )
+
+
+_TRANSFORM_KEYS: dict[str, dict[str, Any]] = {
+    "rename_schema": {"from": _REQUIRED, "to": _REQUIRED},
+    "rename_table": {"from": _REQUIRED, "to": _REQUIRED},
+    "add_column": {"table": _REQUIRED, "column": _REQUIRED, "type": _REQUIRED, "value": None,
+                   "expression": None, "value_type": "NEW"},
+    "rename_column": {"table": _REQUIRED, "from": _REQUIRED, "to": _REQUIRED, "value_type": "*"},
+    "delete_column": {"table": _REQUIRED, "column": _REQUIRED, "value_type": "*"},
+}
+
+
+def _transformation(data: Any, where: str) -> TransformSpec:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping")
+    kinds = [k for k in (*_TRANSFORM_KEYS, "custom") if k in data]
+    if len(kinds) != 1:
+        raise ConfigError(f"{where}: give exactly one of {', '.join((*_TRANSFORM_KEYS, 'custom'))}")
+    kind = kinds[0]
+    d = _take(data, where, {"rule": _REQUIRED, kind: _REQUIRED, "step_number": 0})
+    rule = check_identifier(d["rule"], f"{where}.rule").upper()
+    step_number = d["step_number"]
+    if not isinstance(step_number, int) or isinstance(step_number, bool) or step_number < 0:
+        raise ConfigError(f"{where}.step_number: {step_number!r} is not a non-negative integer")
+    w = f"{where}.{kind}"
+    if kind == "custom":
+        return TransformSpec(rule, "custom", function=check_identifier(d[kind], w), step_number=step_number)
+    a = _take(d[kind], w, _TRANSFORM_KEYS[kind])
+    if kind == "rename_schema":
+        return TransformSpec(rule, kind, owner=check_identifier(a["from"], f"{w}.from").upper(),
+                             to_owner=check_identifier(a["to"], f"{w}.to").upper(), step_number=step_number)
+    if kind == "rename_table":
+        owner, table = split_table_name(a["from"], f"{w}.from")
+        to_owner, to_table = split_table_name(a["to"], f"{w}.to")
+        return TransformSpec(rule, kind, owner=owner, table=table, to_owner=to_owner, to_table=to_table,
+                             step_number=step_number)
+    owner, table = split_table_name(a["table"], f"{w}.table")
+    value_type = _choice(str(a["value_type"]).upper(), f"{w}.value_type", VALUE_TYPES)
+    if kind == "rename_column":
+        return TransformSpec(rule, kind, owner=owner, table=table,
+                             column=check_identifier(a["from"], f"{w}.from").upper(),
+                             to_column=check_identifier(a["to"], f"{w}.to").upper(),
+                             value_type=value_type, step_number=step_number)
+    if kind == "delete_column":
+        return TransformSpec(rule, kind, owner=owner, table=table,
+                             column=check_identifier(a["column"], f"{w}.column").upper(),
+                             value_type=value_type, step_number=step_number)
+    if a["value"] is not None and a["expression"] is not None:
+        raise ConfigError(f"{w}: give value or expression, not both")
+    if not isinstance(a["type"], str):
+        raise ConfigError(f"{w}.type: expected an Oracle type such as VARCHAR2(30) or NUMBER(10)")
+    value = a["value"]
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        raise ConfigError(f"{w}.value: {value!r} is not a string, number or boolean")
+    return TransformSpec(rule, kind, owner=owner, table=table,
+                         column=check_identifier(a["column"], f"{w}.column").upper(),
+                         column_type=a["type"], value=value,
+                         expression=None if a["expression"] is None else _text(a["expression"], f"{w}.expression"),
+                         value_type=value_type, step_number=step_number)
 
 
 def _client(streams_type: str, data: Any, where: str) -> ClientSpec:
     d = _take(
         data,
         where,
-        {"name": streams_type, "positive_rule_set": None, "negative_rule_set": None, "rules": []},
+        {"name": streams_type, "positive_rule_set": None, "negative_rule_set": None, "rules": [],
+         "transformations": []},
     )
     if not isinstance(d["rules"], list):
         raise ConfigError(f"{where}.rules: expected a list of rules")
+    if not isinstance(d["transformations"], list):
+        raise ConfigError(f"{where}.transformations: expected a list of transformations")
     for key in ("positive_rule_set", "negative_rule_set"):
         if d[key] is not None:
             check_identifier(d[key], f"{where}.{key}")
     return ClientSpec(
         streams_type=streams_type,
         name=check_identifier(d["name"], f"{where}.name"),
-        positive_rule_set=d["positive_rule_set"],
-        negative_rule_set=d["negative_rule_set"],
+        positive_rule_set=None if d["positive_rule_set"] is None else d["positive_rule_set"].upper(),
+        negative_rule_set=None if d["negative_rule_set"] is None else d["negative_rule_set"].upper(),
         rules=tuple(_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(d["rules"])),
+        transformations=tuple(
+            _transformation(t, f"{where}.transformations[{i}]") for i, t in enumerate(d["transformations"])
+        ),
     )
 
 
@@ -269,6 +418,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "instantiation": [],
             "types": {},
             "tables": [],
+            "transformation_modules": [],
         },
     )
     name = check_identifier(d["name"], "channel.name")
@@ -340,9 +490,15 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         except ReplicationError as e:
             raise ConfigError(f"{where}.ddl: {e}") from e
         tables.append(TableSpec(check_global_name(td["source_database"], f"{where}.source_database"), td["ddl"]))
-    return Channel(
+    modules = d["transformation_modules"]
+    if not isinstance(modules, list) or not all(
+        isinstance(m, str) and all(IDENTIFIER.match(p) for p in m.split(".")) for m in modules
+    ):
+        raise ConfigError("transformation_modules: expected a list of Python module names (e.g. mypkg.transforms)")
+    channel = Channel(
         name=name,
         tables=tuple(tables),
+        transformation_modules=tuple(modules),
         storage=storage,
         landing=tuple(landings),
         clients=clients,
@@ -350,6 +506,31 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         types=types,
         source_path=source_path,
     )
+    check_rules(channel)
+    return channel
+
+
+def check_rules(channel: Channel) -> None:
+    """Build every rule once so a bad condition or transformation fails on load."""
+    from silver.rules import build_clients
+    from silver.transforms import import_modules
+
+    import_modules(channel.transformation_modules)
+    try:
+        build_clients(channel, channel_column_types(channel))
+    except ReplicationError as e:
+        raise ConfigError(str(e)) from e
+
+
+def channel_column_types(channel: Channel):
+    """(owner, table) → {column: Oracle base type} for tables declared in the channel file."""
+    from silver.dictionary import parse_create_table
+
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for spec in channel.tables:
+        t = parse_create_table(spec.ddl, channel.types.number_without_precision)
+        out.setdefault((t.owner, t.name), {c.name: c.type.oracle.split("(")[0].upper() for c in t.columns})
+    return out
 
 
 def load_channel(path: str | Path) -> Channel:

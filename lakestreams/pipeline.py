@@ -14,7 +14,7 @@ from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.spark import ensure_schemas
 from lakestreams.timing import step
-from silver.run import SilverResult, load_dictionary, run_silver
+from silver.run import SilverResult, load_targets, run_silver
 
 STAGES = ("bronze", "silver", "gold")
 
@@ -28,13 +28,15 @@ class RunResult:
 
 
 def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
-    """Every target table the dictionary knows and the plan has a table for."""
+    """Every target table silver has a structure for and the plan has a table for."""
     silver = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
     out: dict[str, TargetPlan] = {}
-    for (_, owner, name), tdef in sorted(load_dictionary(spark, channel).items()):
-        model = target_name(owner, name)
+    for src, sowner, sname, tdef, _ in load_targets(spark, channel):
+        model = target_name(tdef.owner, tdef.name)
         if plan_table_name(model) in silver:
-            out[model] = TargetPlan(model, owner, name, tdef, plan_table_name(model))
+            prev = out.get(model)
+            sources = (*(prev.sources if prev else ()), (src, sowner, sname))
+            out[model] = TargetPlan(model, tdef.owner, tdef.name, tdef, plan_table_name(model), sources)
     return list(out.values())
 
 
@@ -109,6 +111,33 @@ def discard_reasons(spark: SparkSession, channel: Channel) -> list[tuple[str, in
         .orderBy(F.desc("n"), "reason").collect()
     )
     return [(r["reason"], int(r["n"])) for r in rows]
+
+
+def rule_report(spark: SparkSession, channel: Channel, batch: int | None = None) -> list[dict]:
+    """Per silver batch, client and rule: records kept or discarded, and row migrations."""
+    name = channel.storage.table("silver", "rule_outcomes").replace("`", "")
+    if not spark.catalog.tableExists(name):
+        return []
+    df = spark.table(name)
+    if batch is not None:
+        df = df.where(F.col("batch") == batch)
+    # One row per batch, rule, outcome and migration: metadata, not change data.
+    rows = (
+        df.groupBy("batch", "streams_type", "rule_name", "outcome", "migration").agg(F.sum("records").alias("records"))
+        .orderBy("batch", F.col("streams_type").desc(), "rule_name", "outcome", "migration").collect()
+    )
+    return [r.asDict() for r in rows]
+
+
+def format_rule_report(rows: list[dict]) -> list[str]:
+    lines = []
+    for r in rows:
+        move = f"  migrated {r['migration']}" if r["migration"] else ""
+        lines.append(
+            f"    batch {r['batch']:>4}  {r['streams_type']:<8} {r['rule_name']:<24} {r['outcome']:<9} "
+            f"{r['records']:>8}{move}"
+        )
+    return lines
 
 
 def format_summary(

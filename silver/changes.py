@@ -22,6 +22,7 @@ META = (
     "_command_type",
     "_tag",
     "_silver_batch",
+    "_migrated_from",
 )
 
 
@@ -90,6 +91,8 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
         F.col("command_type").alias("_command_type"),
         F.col("tag").alias("_tag"),
         F.lit(silver_batch).cast("bigint").alias("_silver_batch"),
+        (F.col("_migrated_from") if "_migrated_from" in records.columns else F.lit(None).cast("string"))
+        .alias("_migrated_from"),
         "old_values",
         "new_values",
     )
@@ -129,6 +132,19 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
                 F.when(cmd == "INSERT", F.when(~_is_value("new_values", c), F.lit(f"INSERT has no value for key column {k}")))
             )
     errors.append(F.when(cmd == "TRUNCATE", F.lit("TRUNCATE is not applied yet")))
+    # An UPDATE migrated to an INSERT must carry the whole row: a column in neither image
+    # means the source did not log it (supplemental logging), and half a row is not applied.
+    not_logged = F.array_except(known, new_present)
+    errors.append(
+        F.when(
+            (F.col("_migrated_from") == "UPDATE") & (cmd == "INSERT") & (F.size(not_logged) > 0),
+            F.concat(
+                F.lit(f"row migration made an UPDATE of {table.owner}.{table.name} an INSERT, but column(s) "),
+                F.array_join(not_logged, ", "),
+                F.lit(" are in neither the old nor the new image (supplemental logging missing at the source)"),
+            ),
+        )
+    )
     all_errors = F.filter(F.array(*errors), lambda x: x.isNotNull())
     return df.select(
         *META,
@@ -146,7 +162,7 @@ def change_table_ddl(table: TableDef) -> str:
     return (
         "_source_database STRING, _transaction_id STRING, _scn BIGINT, _commit_scn BIGINT, "
         "_commit_time TIMESTAMP, _position BIGINT, _command_type STRING, _tag STRING, "
-        f"_silver_batch BIGINT, _old STRUCT<{cols}>, _new STRUCT<{cols}>, "
+        f"_silver_batch BIGINT, _migrated_from STRING, _old STRUCT<{cols}>, _new STRUCT<{cols}>, "
         "_old_present ARRAY<STRING>, _new_present ARRAY<STRING>, _error STRING"
     )
 

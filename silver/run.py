@@ -8,7 +8,9 @@ is re-run over the same range and Delta skips the writes that already committed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,7 +20,7 @@ from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state
-from lakestreams.errors import DdlError
+from lakestreams.errors import DdlError, ReplicationError
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, type_changes
 from silver.dictionary import (
@@ -29,7 +31,8 @@ from silver.dictionary import (
     table_def_from_row,
     table_def_to_row,
 )
-from silver.rules import CONTROL_COMMANDS, build_client, discard_reason
+from silver.rules import CONTROL_COMMANDS, Client, build_clients, evaluate
+from silver.transforms import transform_table_def
 
 RUN_ROW = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
 RUNS_DDL = RUN_ROW + ", at TIMESTAMP"
@@ -40,6 +43,16 @@ TXN_DDL = (
 OUTCOMES_DDL = (
     "batch BIGINT, stage STRING, source_database STRING, transaction_id STRING, owner STRING, "
     "table_name STRING, bucket STRING, reason STRING, records BIGINT"
+)
+TARGETS_DDL = (
+    "source_database STRING, source_owner STRING, source_table STRING, owner STRING, table_name STRING, "
+    "change_table STRING, columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, "
+    "nullable: BOOLEAN, max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN>>, "
+    "key_columns ARRAY<STRING>, key_kind STRING, silver_batch BIGINT"
+)
+RULE_OUTCOMES_DDL = (
+    "batch BIGINT, streams_type STRING, streams_name STRING, rule_name STRING, outcome STRING, "
+    "migration STRING, source_database STRING, owner STRING, table_name STRING, records BIGINT"
 )
 TXN_ERRORS_DDL = (
     "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, "
@@ -53,6 +66,7 @@ class SilverResult:
     bronze_from: int | None = None
     bronze_to: int | None = None
     tables: list[str] = field(default_factory=list)
+    targets: list[dict] = field(default_factory=list)
 
 
 def _t(channel: Channel, name: str) -> str:
@@ -70,6 +84,8 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("ddl_log", DDL_LOG_DDL),
         ("outcomes", OUTCOMES_DDL),
         ("txn_errors", TXN_ERRORS_DDL),
+        ("targets", TARGETS_DDL),
+        ("rule_outcomes", RULE_OUTCOMES_DDL),
     ):
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
 
@@ -258,6 +274,121 @@ def create_change_table(spark: SparkSession, channel: Channel, name: str, table:
     return qualified
 
 
+def classify(released: DataFrame, clients: list[Client]) -> DataFrame:
+    """Rules over released records, then one bucket per record (with the reason)."""
+    is_ddl = F.col("ddl_text").isNotNull()
+    is_control = F.col("command_type").isin(*CONTROL_COMMANDS) & ~is_ddl
+    return (
+        evaluate(released, clients)
+        .withColumn(
+            "_bucket",
+            F.when(is_control, "control")
+            .when(F.col("status") == "ROLLED_BACK", "rolled_back")
+            .when(is_ddl, "ddl")
+            .when(F.col("_rule_error").isNotNull(), "rule_error")
+            .when(F.col("_discard").isNotNull(), "discarded")
+            .otherwise("accepted"),
+        )
+        .withColumn("_reason", F.when(F.col("_bucket").isin("discarded", "ddl"), F.col("_discard")))
+    )
+
+
+def rule_outcomes(classified: DataFrame, clients: list[Client], batch: int) -> DataFrame:
+    """Per client and rule: records kept or discarded, and row migrations, by table."""
+    judged = classified.where(F.col("_bucket").isin("ddl", "rule_error", "discarded", "accepted"))
+    parts = []
+    earlier: list[str] = []
+    for c in clients:
+        t = c.streams_type
+        seen = judged
+        for e in earlier:  # a client never sees what an earlier client discarded
+            seen = seen.where(F.col("_discarded_by").isNull() | (F.col("_discarded_by") != e))
+        earlier.append(t)
+        parts.append(
+            seen.select(
+                F.lit(t).alias("streams_type"), F.lit(c.name).alias("streams_name"),
+                F.coalesce(F.col(f"_rule_{t}"), F.lit("(no rule)")).alias("rule_name"),
+                F.when((F.col("_discarded_by") == t) & (F.col("_bucket") == "rule_error"), "error")
+                .when(F.col("_discarded_by") == t, "discarded").otherwise("kept").alias("outcome"),
+                F.when(F.col("_migrated_by") == t, F.concat(F.col("_migrated_from"), F.lit(" -> "), F.col("command_type")))
+                .alias("migration"),
+                "source_database", F.col("_source_owner").alias("owner"), F.col("_source_name").alias("table_name"),
+            )
+        )
+    if not parts:
+        return judged.sparkSession.createDataFrame([], RULE_OUTCOMES_DDL)
+    return (
+        reduce(DataFrame.unionByName, parts)
+        .groupBy("streams_type", "streams_name", "rule_name", "outcome", "migration", "source_database", "owner",
+                 "table_name")
+        .count()
+        .select(F.lit(batch).cast("bigint").alias("batch"), "streams_type", "streams_name", "rule_name", "outcome",
+                "migration", "source_database", "owner", "table_name", F.col("count").alias("records"))
+    )
+
+
+_GROUP = ("source_database", "_source_owner", "_source_name", "object_owner", "object_name", "_rule_capture",
+          "_rule_apply")
+
+
+def _any_group(groups: list[tuple]) -> F.Column:
+    cond = F.lit(False)
+    for g in groups:
+        cond = cond | reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.lit(v)) for c, v in zip(_GROUP, g, strict=True)])
+    return cond
+
+
+def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame):
+    """Target structure per (source database, target table): the source definition with
+    the transformations of the rules that kept the rows. Few rows: one per rule path."""
+    by_type = {c.streams_type: c for c in clients}
+    policy = channel.types.number_without_precision
+    # One row per (source object, rule path): grows with tables and rules, not rows.
+    paths = [tuple(r) for r in accepted.select(*_GROUP).distinct().collect()]
+    targets: dict[tuple[str, str, str], tuple] = {}
+    errors: list[tuple[list[tuple], str]] = []
+    for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
+        src, sowner, sname, owner, name, cap_rule, app_rule = g
+        source = dictionary.get((src, sowner, sname))
+        if source is None:
+            errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
+                                "(no CREATE TABLE record seen)"))
+            continue
+        try:
+            tdef = source
+            for t, rule in (("capture", cap_rule), ("apply", app_rule)):
+                c = by_type.get(t)
+                if c is not None and rule is not None:
+                    tdef = transform_table_def(tdef, [x for x in c.transformations if x.rule == rule], policy)
+            tdef = dataclasses.replace(tdef, owner=owner, name=name)
+        except ReplicationError as e:
+            errors.append(([g], str(e)))
+            continue
+        key = (src, owner, name)
+        if key not in targets:
+            targets[key] = (tdef, [g], (sowner, sname))
+        elif targets[key][0] != tdef or targets[key][2] != (sowner, sname):
+            errors.append(([g], f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from "
+                                f"another source table than {targets[key][2][0]}.{targets[key][2][1]}"))
+        else:
+            targets[key][1].append(g)
+    return targets, errors
+
+
+def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, str, TableDef, str]]:
+    """Latest target structure per change table: (source db, source owner, source table,
+    target definition, change table). Metadata: one row per target and source."""
+    w = Window.partitionBy("change_table").orderBy(F.col("silver_batch").desc())
+    rows = (
+        spark.table(_t(channel, "targets").replace("`", ""))
+        .withColumn("_n", F.row_number().over(w)).where("_n = 1").collect()
+    )
+    return sorted(
+        (r["source_database"], r["source_owner"], r["source_table"], table_def_from_row(r), r["change_table"])
+        for r in rows
+    )
+
+
 def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     """Run one silver batch over the bronze versions not read yet (if any)."""
     create_silver_tables(spark, channel)
@@ -284,64 +415,44 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
         .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
     )
-    clients = [build_client(c) for c in channel.clients]
-    is_ddl = F.col("ddl_text").isNotNull()
-    is_control = F.col("command_type").isin(*CONTROL_COMMANDS) & ~is_ddl
-    classified = (
-        released.withColumn("_discard", discard_reason(clients))
-        .withColumn(
-            "_bucket",
-            F.when(is_control, "control")
-            .when(F.col("status") == "ROLLED_BACK", "rolled_back")
-            .when(is_ddl, "ddl")
-            .when(F.col("_discard").isNotNull(), "discarded")
-            .otherwise("accepted"),
-        )
-        .withColumn("_reason", F.when(F.col("_bucket") == "discarded", F.col("_discard")))
-        .drop("_discard")
-    )
-    classified = classified.persist()
+    clients = build_clients(channel)
+    classified = classify(released, clients).persist()
     try:
         with step("silver.dictionary"):
             dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        with step("silver.rule_outcomes"):
+            append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
         accepted = classified.where("_bucket = 'accepted'")
-        # One row per source object with accepted records this batch.
-        objects = [
-            (r["source_database"], r["object_owner"], r["object_name"])
-            for r in accepted.select("source_database", "object_owner", "object_name").distinct().collect()
+        errors = [
+            classified.where("_bucket = 'rule_error'").select(
+                F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+                F.col("_rule_error").alias("error"), F.col("raw").alias("failing_record"),
+            )
         ]
-        unknown = []
-        for key in sorted(objects):
-            table = dictionary.get(key)
-            if table is None:
-                unknown.append(key)
-                continue
-            name = change_table_name(*key)
-            qualified = create_change_table(spark, channel, name, table)
-            rows = accepted.where(
-                (F.col("source_database") == key[0]) & (F.col("object_owner") == key[1]) & (F.col("object_name") == key[2])
-            )
+        targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted)
+        for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
+            cname = change_table_name(src, owner, name)
+            qualified = create_change_table(spark, channel, cname, tdef)
+            rows = accepted.where(_any_group(groups))
             with step("silver.change_table"):
-                append(type_changes(rows, table, batch), qualified, f"silver.{name}", batch)
-            result.tables.append(name)
-        if unknown:
-            cond = F.lit(False)
-            for s, o, n in unknown:
-                cond = cond | ((F.col("source_database") == s) & (F.col("object_owner") == o) & (F.col("object_name") == n))
-            errs = accepted.where(cond).select(
-                F.lit(batch).cast("bigint").alias("silver_batch"),
-                "source_database",
-                "transaction_id",
-                F.concat(
-                    F.lit("table "), F.col("object_owner"), F.lit("."), F.col("object_name"),
-                    F.lit(" is not in the source dictionary of "), F.col("source_database"),
-                    F.lit(" (no CREATE TABLE record seen)"),
-                ).alias("error"),
-                F.col("raw").alias("failing_record"),
+                append(type_changes(rows, tdef, batch), qualified, f"silver.{cname}", batch)
+            target_row = table_def_to_row(tdef)
+            target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
+                              change_table=cname, silver_batch=batch)
+            result.tables.append(cname)
+            result.targets.append(target_row)
+        if result.targets:
+            append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
+        for groups, message in group_errors:
+            errors.append(
+                accepted.where(_any_group(groups)).select(
+                    F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+                    F.lit(message).alias("error"), F.col("raw").alias("failing_record"),
+                )
             )
-            append(errs, _t(channel, "txn_errors"), "silver.txn_errors", batch)
+        append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
         outcomes = (
-            classified.where("_bucket <> 'accepted'")
+            classified.where("_bucket NOT IN ('accepted', 'rule_error')")
             .groupBy("source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
             .count()
             .select(

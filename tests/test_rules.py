@@ -1,4 +1,4 @@
-"""System-created rules read as Oracle prints them, and rule sets behave as Table 5-1."""
+"""Rules read as Oracle prints them, rule sets behave as Table 5-1, and bad rules are refused."""
 
 from __future__ import annotations
 
@@ -6,10 +6,123 @@ import pytest
 from pyspark.sql import functions as F
 
 from lakestreams.config import ClientSpec, RuleSpec
-from silver.rules import Client, Rule, RuleSet, build_client
+from lakestreams.errors import ConfigError, RuleError
+from silver.rules import Client, RuleSet, build_clients, subset_conditions, system_condition
+
+DBS1 = "DBS1.EXAMPLE.COM"
+
+# Conditions as the rules reference prints them (whitespace as printed).
+REFERENCE = {
+    "table_dml_locations": (
+        "(((:dml.get_object_owner() = 'HR' and :dml.get_object_name() = 'LOCATIONS')) and "
+        ":dml.is_null_tag() = 'Y' and :dml.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
+    ),
+    "table_ddl_countries": (
+        "(((:ddl.get_object_owner() = 'HR' and :ddl.get_object_name() = 'COUNTRIES') or "
+        "(:ddl.get_base_table_owner() = 'HR' and :ddl.get_base_table_name() = 'COUNTRIES')) and "
+        ":ddl.is_null_tag() = 'Y' and :ddl.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
+    ),
+    "schema_dml_hr": (
+        "((:dml.get_object_owner() = 'HR') and :dml.is_null_tag() = 'Y' and "
+        ":dml.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
+    ),
+    "schema_ddl_hr": (
+        "((:ddl.get_object_owner() = 'HR' or :ddl.get_base_table_owner() = 'HR') and "
+        ":ddl.is_null_tag() = 'Y' and :ddl.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
+    ),
+    "global_dml": "(:dml.is_null_tag() = 'Y' )",
+    "global_ddl_tagged": "(( :ddl.get_source_database_name()>=' ' OR :ddl.get_source_database_name()<=' ') )",
+    "negative_job_history": (
+        "(((:dml.get_object_owner() = 'HR' and :dml.get_object_name() = 'JOB_HISTORY')) and "
+        ":dml.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
+    ),
+    "and_condition_dml": (
+        "(((((:dml.get_object_owner() = 'HR' and :dml.get_object_name() = 'DEPARTMENTS')) and "
+        ":dml.get_source_database_name() = 'DBS1.EXAMPLE.COM' )) and (:dml.get_tag() = HEXTORAW('02')))"
+    ),
+    "and_condition_ddl": (
+        "(((((:ddl.get_object_owner() = 'HR' and :ddl.get_object_name() = 'DEPARTMENTS') or "
+        "(:ddl.get_base_table_owner() = 'HR' and :ddl.get_base_table_name() = 'DEPARTMENTS')) and "
+        ":ddl.get_source_database_name() = 'DBS1.EXAMPLE.COM' )) and (:ddl.get_tag() = HEXTORAW('02')))"
+    ),
+}
+SUBSET_REFERENCE = {
+    "INSERT": (
+        ":dml.get_object_owner()='HR' AND :dml.get_object_name()='REGIONS' AND :dml.is_null_tag()='Y' AND "
+        ":dml.get_source_database_name()='DBS1.EXAMPLE.COM' AND :dml.get_command_type() IN ('UPDATE','INSERT') AND "
+        "(:dml.get_value('NEW','\"REGION_ID\"') IS NOT NULL) AND "
+        "(:dml.get_value('NEW','\"REGION_ID\"').AccessNumber()=2) AND (:dml.get_command_type()='INSERT' OR "
+        "((:dml.get_value('OLD','\"REGION_ID\"') IS NOT NULL) AND "
+        "(((:dml.get_value('OLD','\"REGION_ID\"').AccessNumber() IS NOT NULL) AND "
+        "NOT (:dml.get_value('OLD','\"REGION_ID\"').AccessNumber()=2)) OR "
+        "((:dml.get_value('OLD','\"REGION_ID\"').AccessNumber() IS NULL) AND NOT EXISTS (SELECT 1 FROM SYS.DUAL "
+        "WHERE (:dml.get_value('OLD','\"REGION_ID\"').AccessNumber()=2))))))"
+    ),
+    "UPDATE": (
+        ":dml.get_object_owner()='HR' AND :dml.get_object_name()='REGIONS' AND :dml.is_null_tag()='Y' AND "
+        ":dml.get_source_database_name()='DBS1.EXAMPLE.COM' AND :dml.get_command_type()='UPDATE' AND "
+        "(:dml.get_value('NEW','\"REGION_ID\"') IS NOT NULL) AND (:dml.get_value('OLD','\"REGION_ID\"') IS NOT NULL) "
+        "AND (:dml.get_value('OLD','\"REGION_ID\"').AccessNumber()=2) AND "
+        "(:dml.get_value('NEW','\"REGION_ID\"').AccessNumber()=2)"
+    ),
+    "DELETE": (
+        ":dml.get_object_owner()='HR' AND :dml.get_object_name()='REGIONS' AND :dml.is_null_tag()='Y' AND "
+        ":dml.get_source_database_name()='DBS1.EXAMPLE.COM' AND :dml.get_command_type() IN ('UPDATE','DELETE') AND "
+        "(:dml.get_value('OLD','\"REGION_ID\"') IS NOT NULL) AND "
+        "(:dml.get_value('OLD','\"REGION_ID\"').AccessNumber()=2) AND (:dml.get_command_type()='DELETE' OR "
+        "((:dml.get_value('NEW','\"REGION_ID\"') IS NOT NULL) AND "
+        "(((:dml.get_value('NEW','\"REGION_ID\"').AccessNumber() IS NOT NULL) AND "
+        "NOT (:dml.get_value('NEW','\"REGION_ID\"').AccessNumber()=2)) OR "
+        "((:dml.get_value('NEW','\"REGION_ID\"').AccessNumber() IS NULL) AND NOT EXISTS (SELECT 1 FROM SYS.DUAL "
+        "WHERE (:dml.get_value('NEW','\"REGION_ID\"').AccessNumber()=2))))))"
+    ),
+}
+
+
+def test_system_created_conditions_read_as_the_reference_prints_them():
+    and_02 = ":lcr.get_tag() = HEXTORAW('02')"
+    got = {
+        "table_dml_locations": system_condition(RuleSpec("TABLE", "HR", "LOCATIONS", source_database=DBS1), "DML"),
+        "table_ddl_countries": system_condition(RuleSpec("TABLE", "HR", "COUNTRIES", source_database=DBS1), "DDL"),
+        "schema_dml_hr": system_condition(RuleSpec("SCHEMA", "HR", source_database=DBS1), "DML"),
+        "schema_ddl_hr": system_condition(RuleSpec("SCHEMA", "HR", source_database=DBS1), "DDL"),
+        "global_dml": system_condition(RuleSpec("GLOBAL"), "DML"),
+        "global_ddl_tagged": system_condition(RuleSpec("GLOBAL", include_tagged_lcr=True), "DDL"),
+        "negative_job_history": system_condition(
+            RuleSpec("TABLE", "HR", "JOB_HISTORY", include_tagged_lcr=True, source_database=DBS1), "DML"
+        ),
+        "and_condition_dml": system_condition(
+            RuleSpec("TABLE", "HR", "DEPARTMENTS", include_tagged_lcr=True, source_database=DBS1,
+                     and_condition=and_02), "DML"
+        ),
+        "and_condition_ddl": system_condition(
+            RuleSpec("TABLE", "HR", "DEPARTMENTS", include_tagged_lcr=True, source_database=DBS1,
+                     and_condition=and_02), "DDL"
+        ),
+    }
+    assert got == REFERENCE
+
+
+def test_subset_rules_read_as_the_reference_prints_them():
+    texts, columns = subset_conditions(
+        RuleSpec("SUBSET", "HR", "REGIONS", source_database=DBS1, dml_condition="region_id=2")
+    )
+    assert texts == SUBSET_REFERENCE
+    assert columns == ("REGION_ID",)
+
+
+def test_subset_rules_are_three_positive_rules_named_after_the_table():
+    spec = ClientSpec("apply", "apply", rules=(
+        RuleSpec("SUBSET", "HR", "REGIONS", source_database=DBS1, dml_condition="region_id=2"),
+    ))
+    (client,) = build_clients([spec])
+    assert [(r.name, r.subset_dml) for r in client.positive.rules] == [
+        ("REGIONS1", "INSERT"), ("REGIONS2", "UPDATE"), ("REGIONS3", "DELETE")
+    ]
+    assert client.negative is None
+
 
 ROWS = [
-    # source, command, owner, name, tag, base owner, base name, ddl
     ("DBS1.EXAMPLE.COM", "INSERT", "HR", "LOCATIONS", None, None, None, None),
     ("DBS1.EXAMPLE.COM", "INSERT", "HR", "EMPLOYEES", None, None, None, None),
     ("DBS1.EXAMPLE.COM", "INSERT", "OE", "ORDERS", None, None, None, None),
@@ -18,33 +131,9 @@ SCHEMA = (
     "source_database STRING, command_type STRING, object_owner STRING, object_name STRING, tag STRING, "
     "base_table_owner STRING, base_table_name STRING, ddl_text STRING"
 )
-
-
-def test_conditions_read_as_the_reference_prints_them():
-    table_dml = Rule("LOCATIONS1", "DML", RuleSpec("TABLE", "HR", "LOCATIONS", source_database="DBS1.EXAMPLE.COM"))
-    assert table_dml.condition == (
-        "(((:dml.get_object_owner() = 'HR' and :dml.get_object_name() = 'LOCATIONS')) and "
-        ":dml.is_null_tag() = 'Y' and :dml.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
-    )
-    table_ddl = Rule("COUNTRIES1", "DDL", RuleSpec("TABLE", "HR", "COUNTRIES", source_database="DBS1.EXAMPLE.COM"))
-    assert table_ddl.condition == (
-        "(((:ddl.get_object_owner() = 'HR' and :ddl.get_object_name() = 'COUNTRIES') or "
-        "(:ddl.get_base_table_owner() = 'HR' and :ddl.get_base_table_name() = 'COUNTRIES')) and "
-        ":ddl.is_null_tag() = 'Y' and :ddl.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
-    )
-    schema_ddl = Rule("HR1", "DDL", RuleSpec("SCHEMA", "HR", source_database="DBS1.EXAMPLE.COM"))
-    assert schema_ddl.condition == (
-        "((:ddl.get_object_owner() = 'HR' or :ddl.get_base_table_owner() = 'HR') and "
-        ":ddl.is_null_tag() = 'Y' and :ddl.get_source_database_name() = 'DBS1.EXAMPLE.COM' )"
-    )
-    assert Rule("G1", "DML", RuleSpec("GLOBAL")).condition == "(:dml.is_null_tag() = 'Y' )"
-    assert Rule("G2", "DDL", RuleSpec("GLOBAL", include_tagged_lcr=True)).condition == (
-        "(( :ddl.get_source_database_name()>=' ' OR :ddl.get_source_database_name()<=' ') )"
-    )
-
-
-LOC = Rule("LOCATIONS1", "DML", RuleSpec("TABLE", "HR", "LOCATIONS"))
-HR = Rule("HR1", "DML", RuleSpec("SCHEMA", "HR"))
+(_LOC_CLIENT,) = build_clients([ClientSpec("apply", "a", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),))])
+(_HR_CLIENT,) = build_clients([ClientSpec("apply", "a", rules=(RuleSpec("SCHEMA", "HR"),))])
+LOC, HR = _LOC_CLIENT.positive.rules[0], _HR_CLIENT.positive.rules[0]
 
 
 @pytest.mark.parametrize(
@@ -75,8 +164,8 @@ def test_table_5_1(spark, negative, positive, kept):
 
 
 def test_tag_and_source_conditions(spark):
-    client = build_client(
-        ClientSpec("apply", "apply", rules=(RuleSpec("GLOBAL", source_database="DBS2.EXAMPLE.COM"),))
+    (client,) = build_clients(
+        [ClientSpec("apply", "apply", rules=(RuleSpec("GLOBAL", source_database="DBS2.EXAMPLE.COM"),))]
     )
     rows = [
         ("DBS2.EXAMPLE.COM", "INSERT", "HR", "A", None, None, None, None),
@@ -89,3 +178,34 @@ def test_tag_and_source_conditions(spark):
     assert reasons["A"] is None
     assert reasons["B"] == reasons["C"] == reasons["D"] == "apply apply: no rule of positive rule set APPLY_RULESET is TRUE"
     assert df.where(F.col("reason").isNull()).count() == 1
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (RuleSpec("CONDITION", condition=":dml.get_object_name() = SYSDATE"), "SYSDATE"),
+        (RuleSpec("CONDITION", condition="DELETE FROM hr.employees"), "rule condition"),
+        (RuleSpec("CONDITION", condition=":dml.get_object_owner() IN (SELECT owner FROM all_tables)"), "line"),
+        (RuleSpec("TABLE", "HR", "EMPLOYEES", and_condition=":lcr.get_foo() = 1"), "get_foo"),
+        (RuleSpec("SUBSET", "HR", "REGIONS", dml_condition="region_id = UPPER('x')"), "UPPER"),
+        (RuleSpec("SUBSET", "HR", "REGIONS", dml_condition="region_id IS NULL"), "REGION_ID"),
+    ],
+    ids=["function", "statement", "other_table", "unknown_member", "subset_function", "subset_untyped"],
+)
+def test_refused_rules_name_the_construct(spec, message):
+    with pytest.raises(RuleError, match=message):
+        build_clients([ClientSpec("apply", "apply", rules=(spec,))])
+
+
+def test_rule_set_cannot_be_positive_and_negative_for_one_client():
+    with pytest.raises(RuleError, match="both positive and negative"):
+        build_clients([ClientSpec("apply", "a", positive_rule_set="X", negative_rule_set="X")])
+
+
+def test_transformation_must_name_a_positive_rule():
+    from lakestreams.config import TransformSpec
+
+    spec = ClientSpec("apply", "a", rules=(RuleSpec("SCHEMA", "HR", inclusion_rule=False),),
+                      transformations=(TransformSpec("HR1", "rename_schema", owner="HR", to_owner="X"),))
+    with pytest.raises(ConfigError, match="not in the positive rule set"):
+        build_clients([spec])
