@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench bench-rules lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/e2e.py $(BENCH_ARGS)
+
+bench-rules: $(STAMP)
+	$(PY) bench/rules.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

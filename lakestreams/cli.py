@@ -34,12 +34,22 @@ def _session(ch: Channel):
 
 def _print_summary(spark, ch: Channel) -> int:
     from lakestreams.audit import run_audit
-    from lakestreams.pipeline import discard_reasons, format_summary, gold_summary
+    from lakestreams.pipeline import (
+        discard_reasons,
+        format_rule_report,
+        format_summary,
+        gold_summary,
+        rule_report,
+    )
 
     audit = run_audit(spark, ch)
     eq = ch.storage.table("gold", "error_queue").replace("`", "")
     errors = spark.table(eq).count() if spark.catalog.tableExists(eq) else 0
     print(format_summary(audit, gold_summary(spark, ch), errors, discard_reasons(spark, ch)))
+    report = format_rule_report(rule_report(spark, ch))
+    if report:
+        print("rules per silver batch (records kept or discarded by each rule; row migrations)")
+        print("\n".join(report))
     return 0 if audit.ok else 3
 
 
@@ -57,6 +67,43 @@ def cmd_run(args: argparse.Namespace, stages: tuple[str, ...]) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     ch = _channel(args)
     return _print_summary(_session(ch), ch)
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    """Each client's rule sets and rules, with the Oracle condition text (no Spark needed)."""
+    from silver.rules import build_clients, describe
+
+    ch = _channel(args)
+    rows = describe(build_clients(ch))
+    if not rows:
+        print("no rule sets: every client performs its task for all records (Table 5-1)")
+    current = None
+    for r in rows:
+        head = (r["streams_type"], r["streams_name"], r["rule_set_type"], r["rule_set_name"])
+        if head != current:
+            current = head
+            print(f"{r['streams_type']} {r['streams_name']}  {r['rule_set_type'].lower()} rule set {r['rule_set_name']}")
+        subset = f" subset {r['subset_operation']}" if r["subset_operation"] else ""
+        print(f"  {r['rule_name']}  ({r['rule_type']}{subset})")
+        print(f"    {r['condition']}")
+    for c in ch.clients:
+        for t in c.transformations:
+            what = t.function if t.kind == "custom" else ", ".join(
+                f"{k}={v}" for k, v in dataclasses.asdict(t).items()
+                if v not in (None, "*", 0) and k not in ("rule", "kind")
+            )
+            print(f"{c.streams_type} {c.name}  transformation on {t.rule}: {t.kind} {what} (step {t.step_number})")
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Evaluate a proposed channel file's rules over bronze history; writes nothing."""
+    from silver.simulate import format_simulation, simulate
+
+    ch = _channel(args)
+    proposed = load_channel(args.proposed).replace(storage=ch.storage)
+    print(format_simulation(simulate(_session(ch), ch, proposed)))
+    return 0
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
@@ -91,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("gold", "plan and apply (dbt) the new silver batches")
     add("audit", "check the accounting identities; exit 3 when unbalanced")
     add("maintain", "OPTIMIZE and VACUUM bronze and silver")
+    add("rules", "list each client's rule sets, rules (Oracle condition text) and transformations")
+    add("simulate", "what a proposed channel file would keep, discard or migrate differently; writes nothing") \
+        .add_argument("proposed", help="the proposed channel YAML file")
     return parser
 
 
@@ -106,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_audit(args)
         if args.command == "maintain":
             return cmd_maintain(args)
+        if args.command == "rules":
+            return cmd_rules(args)
+        if args.command == "simulate":
+            return cmd_simulate(args)
     except ReplicationError as e:
         print(f"lakestreams: {e}", file=sys.stderr)
         return 2

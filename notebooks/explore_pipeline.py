@@ -39,10 +39,14 @@ display(spark.table(t("bronze", "quarantine")).groupBy("reason").count())  # noq
 
 # COMMAND ----------
 
-# MAGIC %md ## Silver: what each rule discarded, and the DDL log
+# MAGIC %md ## Silver: the rules, what each kept or discarded (and migrated), and the DDL log
 
 # COMMAND ----------
 
+from silver.rules import build_clients, describe
+
+display(spark.createDataFrame(describe(build_clients(ch))))  # noqa: F821
+display(spark.table(t("silver", "rule_outcomes")).groupBy("streams_type", "rule_name", "outcome", "migration").sum("records"))  # noqa: F821
 display(spark.table(t("silver", "outcomes")).where("bucket = 'discarded'").groupBy("reason").sum("records"))  # noqa: F821
 display(spark.table(t("silver", "ddl_log")).orderBy("source_database", "commit_scn"))  # noqa: F821
 
