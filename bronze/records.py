@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakestreams.config import GLOBAL_NAME
+from lakestreams.config import GLOBAL_NAME_JAVA
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "TRUNCATE")
 CONTROL_COMMANDS = ("COMMIT", "ROLLBACK")
@@ -119,7 +119,7 @@ def _reason() -> Column:
         (~_present("transaction_id"), "missing transaction_id"),
         (~_present("commit_scn"), "missing commit_scn"),
         (~_present("source_database"), "missing source_database"),
-        (~_get("source_database").rlike(GLOBAL_NAME.pattern), "field source_database is not a global database name (e.g. DBS1.EXAMPLE.COM)"),
+        (~_get("source_database").rlike(GLOBAL_NAME_JAVA), "field source_database is not a global database name (e.g. DBS1.EXAMPLE.COM)"),
         (~_present("commit_time"), "missing commit_time"),
         (
             _present("commit_time") & F.try_to_timestamp(_get("commit_time")).isNull(),

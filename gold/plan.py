@@ -25,6 +25,7 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
+from silver.changes import target_model_name
 from silver.dictionary import TableDef
 from silver.run import load_targets
 
@@ -64,7 +65,7 @@ class Plan:
 
 
 def target_name(owner: str, table: str) -> str:
-    return f"{owner}__{table}".lower()
+    return target_model_name(owner, table)
 
 
 def plan_table_name(model: str) -> str:

@@ -18,9 +18,11 @@ import yaml
 from lakestreams.errors import ConfigError, ReplicationError
 
 #: Unquoted Oracle/Spark identifier we accept for owners, tables, columns and names.
-IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}$")
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_$#]{0,127}")  # always used with fullmatch
 #: Global database name: dot-separated identifiers (DBS1.EXAMPLE.COM).
-GLOBAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*(\.[A-Za-z][A-Za-z0-9_$#]*)*$")
+GLOBAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_$#]*(\.[A-Za-z][A-Za-z0-9_$#]*)*")  # with fullmatch
+#: The same for Java regexes (``rlike``), where ``$`` would also match before a final newline.
+GLOBAL_NAME_JAVA = "^" + GLOBAL_NAME.pattern + "\\z"
 
 LANDING_FORMATS = ("native",)
 TRANSACTION_MODES = ("commit_records", "whole_file")
@@ -30,7 +32,7 @@ CLIENT_TYPES = ("capture", "apply")
 
 def check_identifier(value: Any, where: str) -> str:
     """Return ``value`` if it is a plain identifier, else raise ConfigError naming ``where``."""
-    if not isinstance(value, str) or not IDENTIFIER.match(value):
+    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise ConfigError(
             f"{where}: {value!r} is not a valid identifier "
             "(a letter, then letters, digits, _, $ or #; at most 128 characters)"
@@ -40,7 +42,7 @@ def check_identifier(value: Any, where: str) -> str:
 
 def check_global_name(value: Any, where: str) -> str:
     """Upper-case a global database name after checking its form."""
-    if not isinstance(value, str) or not GLOBAL_NAME.match(value):
+    if not isinstance(value, str) or not GLOBAL_NAME.fullmatch(value):
         raise ConfigError(
             f"{where}: {value!r} is not a global database name (e.g. DBS1.EXAMPLE.COM)"
         )
@@ -492,7 +494,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         tables.append(TableSpec(check_global_name(td["source_database"], f"{where}.source_database"), td["ddl"]))
     modules = d["transformation_modules"]
     if not isinstance(modules, list) or not all(
-        isinstance(m, str) and all(IDENTIFIER.match(p) for p in m.split(".")) for m in modules
+        isinstance(m, str) and all(IDENTIFIER.fullmatch(p) for p in m.split(".")) for m in modules
     ):
         raise ConfigError("transformation_modules: expected a list of Python module names (e.g. mypkg.transforms)")
     channel = Channel(

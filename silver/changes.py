@@ -167,6 +167,11 @@ def change_table_ddl(table: TableDef) -> str:
     )
 
 
+def target_model_name(owner: str, table: str) -> str:
+    """``hr__regions``: the gold table (and dbt model) of a target."""
+    return f"{owner}__{table}".lower()
+
+
 def change_table_name(source_database: str, owner: str, table: str) -> str:
     """``chg__dbs1_example_com__hr__regions``: one change table per source object."""
     return "chg__" + "__".join(p.lower().replace(".", "_") for p in (source_database, owner, table))

@@ -49,14 +49,14 @@ class TableDef:
 
 #: Names that reach Spark, dbt and file paths. Oracle allows more inside double quotes;
 #: such names are refused here rather than quoted into SQL later.
-SAFE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}$")
+SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_$#]{0,127}")  # always used with fullmatch
 
 
 def _ident(e: exp.Expression) -> str:
     """Oracle name resolution: unquoted names fold to upper case, quoted names are kept."""
     if isinstance(e, exp.Identifier):
         name = e.this if e.quoted else e.this.upper()
-        if not SAFE_NAME.match(name):
+        if not SAFE_NAME.fullmatch(name):
             raise DdlError(
                 f"name {name!r} is refused: names must be a letter then letters, digits, _, $ or # (at most 128)"
             )

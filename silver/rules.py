@@ -190,6 +190,7 @@ class Client:
     positive: RuleSet | None = None
     negative: RuleSet | None = None
     transformations: tuple[TransformSpec, ...] = ()
+    number_policy: str = "decimal"
 
     @property
     def who(self) -> str:
@@ -256,12 +257,18 @@ def build_clients(channel: Channel | Sequence[ClientSpec], column_types=None) ->
 
     ``column_types`` ((owner, table) → {column: Oracle type}) picks the Access function of
     subset conditions; a Channel supplies its declared tables."""
+    policy = channel.types.number_without_precision if isinstance(channel, Channel) else "decimal"
     if isinstance(channel, Channel) and column_types is None:
         from lakestreams.config import channel_column_types
 
         column_types = channel_column_types(channel)
     specs = list(channel.clients if isinstance(channel, Channel) else channel)
     specs.sort(key=lambda c: 0 if c.streams_type == "capture" else 1)
+    if len({c.name.upper() for c in specs}) < len(specs):
+        raise ConfigError(
+            "capture and apply clients share the name "
+            f"{specs[0].name!r}: their default rule sets would be one; give them different names"
+        )
     names = _Names()
     set_rules: dict[str, list[Rule]] = {}
     set_names: list[tuple[str | None, str | None]] = []
@@ -286,13 +293,13 @@ def build_clients(channel: Channel | Sequence[ClientSpec], column_types=None) ->
         negative = RuleSet(neg, tuple(set_rules.get(neg, ()))) if neg else None
         kept_rules = {r.name for r in (positive.rules if positive else ())}
         for t in c.transformations:
-            check(t)
+            check(t, policy)
             if t.rule not in kept_rules:
                 raise ConfigError(
                     f"{c.streams_type} {c.name}: transformation {t.kind} names rule {t.rule}, which is not in the "
                     f"positive rule set {pos}; transformations run only for records a positive rule keeps"
                 )
-        clients.append(Client(c.streams_type, c.name, positive, negative, c.transformations))
+        clients.append(Client(c.streams_type, c.name, positive, negative, c.transformations, policy))
     return clients
 
 

@@ -22,10 +22,11 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state
 from lakestreams.errors import DdlError, ReplicationError
 from lakestreams.timing import step
-from silver.changes import change_table_ddl, change_table_name, type_changes
+from silver.changes import change_table_ddl, change_table_name, target_model_name, type_changes
 from silver.dictionary import (
     DDL_LOG_DDL,
     DICTIONARY_DDL,
+    SAFE_NAME,
     TableDef,
     parse_create_table,
     table_def_from_row,
@@ -338,11 +339,17 @@ def _any_group(groups: list[tuple]) -> F.Column:
     return cond
 
 
-def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame):
+def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame, registry: list):
     """Target structure per (source database, target table): the source definition with
-    the transformations of the rules that kept the rows. Few rows: one per rule path."""
+    the transformations of the rules that kept the rows. Few rows: one per rule path.
+
+    A path is refused (its transactions go to the error queue) when its target name is
+    not a plain name, when its change table or gold table would be shared with another
+    target or source table, or when its structure differs from what that table holds."""
     by_type = {c.streams_type: c for c in clients}
     policy = channel.types.number_without_precision
+    known_tables = {cname: (src, sowner, sname, tdef) for src, sowner, sname, tdef, cname in registry}
+    known_models = {target_model_name(t.owner, t.name): ((t.owner, t.name), t) for _, _, _, t, _ in registry}
     # One row per (source object, rule path): grows with tables and rules, not rows.
     paths = [tuple(r) for r in accepted.select(*_GROUP).distinct().collect()]
     targets: dict[tuple[str, str, str], tuple] = {}
@@ -354,6 +361,10 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
             errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
                                 "(no CREATE TABLE record seen)"))
             continue
+        if not all(isinstance(n, str) and SAFE_NAME.fullmatch(n) for n in (owner, name)):
+            errors.append(([g], f"a transformation named the target of {sowner}.{sname} {owner!r}.{name!r}, "
+                                "which is not a plain name"))
+            continue
         try:
             tdef = source
             for t, rule in (("capture", cap_rule), ("apply", app_rule)):
@@ -364,14 +375,30 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
         except ReplicationError as e:
             errors.append(([g], str(e)))
             continue
-        key = (src, owner, name)
-        if key not in targets:
-            targets[key] = (tdef, [g], (sowner, sname))
-        elif targets[key][0] != tdef or targets[key][2] != (sowner, sname):
-            errors.append(([g], f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from "
-                                f"another source table than {targets[key][2][0]}.{targets[key][2][1]}"))
-        else:
+        key, cname, model = (src, owner, name), change_table_name(src, owner, name), target_model_name(owner, name)
+        problem = None
+        held = known_tables.get(cname)
+        if held is not None and held[:3] != (src, sowner, sname):
+            problem = f"change table {cname} already holds {held[1]}.{held[2]} from {held[0]}"
+        elif held is not None and held[3] != tdef:
+            problem = (f"{owner}.{name} from {src} now has another structure than its change table {cname} "
+                       "(structure changes wait for DDL evolution)")
+        elif model in known_models and known_models[model][0] != (owner, name):
+            problem = f"gold table {model} already replicates {'.'.join(known_models[model][0])}"
+        elif model in known_models and known_models[model][1] != tdef:
+            problem = f"{owner}.{name} from {src} has another structure than gold table {model} has from another source"
+        elif key in targets and (targets[key][0] != tdef or targets[key][2] != (sowner, sname)):
+            problem = (f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from another "
+                       f"source table than {targets[key][2][0]}.{targets[key][2][1]}")
+        if problem is not None:
+            errors.append(([g], problem))
+            continue
+        if key in targets:
             targets[key][1].append(g)
+        else:
+            targets[key] = (tdef, [g], (sowner, sname))
+            known_tables[cname] = (src, sowner, sname, tdef)
+            known_models[model] = ((owner, name), tdef)
     return targets, errors
 
 
@@ -429,7 +456,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
                 F.col("_rule_error").alias("error"), F.col("raw").alias("failing_record"),
             )
         ]
-        targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted)
+        registry = load_targets(spark, channel)
+        targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry)
         for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
             cname = change_table_name(src, owner, name)
             qualified = create_change_table(spark, channel, cname, tdef)

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
 
 import sqlglot
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
-from lakestreams.config import IDENTIFIER, TRANSFORM_KINDS, TransformSpec
+from lakestreams.config import IDENTIFIER, TRANSFORM_KINDS, VALUE_TYPES, TransformSpec
 from lakestreams.errors import ConfigError, RuleError
 from silver.dictionary import ColumnDef, TableDef
 from silver.types import map_oracle_type
@@ -41,7 +45,7 @@ CUSTOM_FIELDS = (
 def register(name: str, transformation: Custom) -> None:
     """Register a custom transformation: a function DataFrame → DataFrame (same columns),
     or a mapping record field → Spark Column."""
-    if not isinstance(name, str) or not IDENTIFIER.match(name):
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise ConfigError(f"transformation name {name!r} is not an identifier")
     if isinstance(transformation, Mapping):
         bad = sorted(set(transformation) - set(CUSTOM_FIELDS))
@@ -73,14 +77,64 @@ def _oracle_type(t: TransformSpec, number_policy: str = "decimal"):
     return map_oracle_type(dt, number_policy)
 
 
-def check(t: TransformSpec) -> None:
+def _check_value(t: TransformSpec, spark_type: str, max_length: int | None, oracle: str) -> None:
+    """An add_column value must fit its column, so no batch can fail (or NULL it) later."""
+    v, st = t.value, spark_type.upper()
+    precision = re.fullmatch(r"NUMBER\((\d+)(?:,\s*(\d+))?\)", oracle.upper().replace(" ", ""))
+    if precision:  # NUMBER(p[,s]) also bounds the digits before the point
+        st = f"DECIMAL({precision.group(1)},{precision.group(2) or 0})"
+    where = f"add_column {t.column} ({t.column_type}): value {v!r}"
+    if v is None:
+        return
+    if st in ("INT", "BIGINT") or st.startswith("DECIMAL") or st == "DOUBLE":
+        try:
+            if isinstance(v, bool):
+                raise InvalidOperation
+            d = Decimal(str(v))
+        except InvalidOperation:
+            raise ConfigError(f"{where} is not a number") from None
+        if st == "INT" and not (d == d.to_integral_value() and -(2**31) <= d < 2**31):
+            raise ConfigError(f"{where} is not an integer that fits {st}")
+        if st == "BIGINT" and not (d == d.to_integral_value() and -(2**63) <= d < 2**63):
+            raise ConfigError(f"{where} is not an integer that fits {st}")
+        if st.startswith("DECIMAL"):
+            p, sc = (int(x) for x in st[st.index("(") + 1:-1].split(","))
+            if d.as_tuple().exponent < -sc and d != d.quantize(Decimal(1).scaleb(-sc)):
+                raise ConfigError(f"{where} has more than {sc} digits after the point")
+            if abs(d) >= Decimal(10) ** (p - sc):
+                raise ConfigError(f"{where} has more than {p - sc} digits before the point")
+    elif st == "STRING":
+        if not isinstance(v, str):
+            raise ConfigError(f"{where} is not a string")
+        if max_length is not None and len(v) > max_length:
+            raise ConfigError(f"{where} is longer than {max_length} characters")
+    elif st.startswith("TIMESTAMP"):
+        try:
+            datetime.fromisoformat(str(v))
+        except ValueError:
+            raise ConfigError(f"{where} is not an ISO date or timestamp") from None
+    else:
+        raise ConfigError(f"{where}: a literal value of type {spark_type} is not supported; use an expression")
+
+
+def check(t: TransformSpec, number_policy: str = "decimal") -> None:
     """Refuse a transformation that cannot run, when the channel is loaded."""
+    if t.value_type not in VALUE_TYPES:
+        raise ConfigError(f"{t.kind} on {t.rule}: value_type {t.value_type!r} is not one of {', '.join(VALUE_TYPES)}")
+    if not isinstance(t.step_number, int) or isinstance(t.step_number, bool) or t.step_number < 0:
+        raise ConfigError(f"{t.kind} on {t.rule}: step_number {t.step_number!r} is not a non-negative integer")
+    if t.kind in ("rename_column", "delete_column") and t.value_type != "*":
+        # The target structure is one for both images; a column renamed or deleted in one
+        # image only would leave the other image with a column the target does not have.
+        raise ConfigError(f"{t.kind} on {t.rule}: only value_type '*' (both images) is supported")
     if t.kind == "add_column":
-        _oracle_type(t)
+        ctype = _oracle_type(t, number_policy)
         if t.expression is not None:
             from silver.condition import parse_value
 
             parse_value(t.expression)
+        else:
+            _check_value(t, ctype.spark, ctype.max_length, ctype.oracle)
     elif t.kind == "custom" and t.function.upper() not in _REGISTRY:
         raise ConfigError(
             f"custom transformation {t.function!r} is not registered "
@@ -109,16 +163,16 @@ def _as_variant(value: Column) -> Column:
     return F.variant_get(F.to_variant_object(F.struct(value.alias("v"))), "$.v", "variant")
 
 
-def _value(t: TransformSpec) -> Column:
+def _value(t: TransformSpec, number_policy: str) -> Column:
     if t.expression is not None:
         from silver.condition import parse_value
 
         return parse_value(t.expression).column()
-    spark_type = _oracle_type(t).spark
+    spark_type = _oracle_type(t, number_policy).spark
     return F.lit(t.value).cast(spark_type) if t.value is not None else F.lit(None).cast(spark_type)
 
 
-def _declarative(df: DataFrame, t: TransformSpec, hit: Column) -> DataFrame:
+def _declarative(df: DataFrame, t: TransformSpec, hit: Column, number_policy: str) -> DataFrame:
     owner, name = F.col("object_owner"), F.col("object_name")
     if t.kind == "rename_schema":
         return df.withColumn("object_owner", F.when(hit & (owner == t.owner), F.lit(t.to_owner)).otherwise(owner))
@@ -144,7 +198,7 @@ def _declarative(df: DataFrame, t: TransformSpec, hit: Column) -> DataFrame:
             )
         else:  # add_column
             changed = F.map_concat(
-                F.map_filter(m, lambda k, v: k != F.lit(t.column)), F.create_map(F.lit(t.column), _as_variant(_value(t)))
+                F.map_filter(m, lambda k, v: k != F.lit(t.column)), F.create_map(F.lit(t.column), _as_variant(_value(t, number_policy)))
             )
         df = df.withColumn(
             image, F.when(on_table & F.col(image).isNotNull(), F.to_variant_object(changed)).otherwise(F.col(image))
@@ -160,14 +214,33 @@ def _custom(df: DataFrame, t: TransformSpec, hit: Column) -> DataFrame:
         for field_name, value in fn.items():
             df = df.withColumn(field_name, F.when(hit, value).otherwise(F.col(field_name)))
         return df
-    marked = df.withColumn("_t_hit", F.coalesce(hit, F.lit(False)))
+    # Each record carries an id through the function, so a record it drops or repeats is
+    # caught (and sent to the error queue) instead of vanishing from the accounting.
+    marked = df.withColumn("_t_hit", F.coalesce(hit, F.lit(False))).withColumn(
+        "_t_id", F.sha2(F.to_json(F.struct(*[F.col(c) for c in df.columns])), 256)
+    )
     picked = marked.where("_t_hit").drop("_t_hit")
     out = fn(picked)
     if out.schema != picked.schema:
         raise RuleError(
-            f"custom transformation {t.function}: it must return the records with the same columns and types"
+            f"custom transformation {t.function}: it must return the records with the same columns and types "
+            "(including _t_id, which tracks each record)"
         )
-    return marked.where("NOT _t_hit").drop("_t_hit").unionByName(out)
+    name = t.function
+    lost = picked.join(out.select("_t_id"), "_t_id", "left_anti").withColumn(
+        "_rule_error", F.coalesce(F.col("_rule_error"), F.lit(f"custom transformation {name} dropped the record"))
+    )
+    once = (
+        out.withColumn("_t_n", F.count(F.lit(1)).over(Window.partitionBy("_t_id")))
+        .withColumn("_t_first", F.row_number().over(Window.partitionBy("_t_id").orderBy("_t_id")) == 1)
+        .where("_t_first")
+        .withColumn("_rule_error", F.coalesce(F.col("_rule_error"), F.when(
+            F.col("_t_n") > 1, F.concat(F.lit(f"custom transformation {name} returned the record "),
+                                        F.col("_t_n").cast("string"), F.lit(" times")))))
+        .drop("_t_n", "_t_first")
+    )
+    rest = marked.where("NOT _t_hit").drop("_t_hit")
+    return rest.unionByName(lost).unionByName(once).drop("_t_id")
 
 
 def apply_transformations(df: DataFrame, client) -> DataFrame:
@@ -175,7 +248,7 @@ def apply_transformations(df: DataFrame, client) -> DataFrame:
     rule_col = f"_rule_{client.streams_type}"
     for t in ordered(client.transformations):
         hit = F.col("_discard").isNull() & (F.col(rule_col) == F.lit(t.rule)) & _is_row()
-        df = _custom(df, t, hit) if t.kind == "custom" else _declarative(df, t, hit)
+        df = _custom(df, t, hit) if t.kind == "custom" else _declarative(df, t, hit, client.number_policy)
     return df
 
 
@@ -205,6 +278,9 @@ def transform_table_def(table: TableDef, transformations: Sequence[TransformSpec
             keys = tuple(t.to_column if k == t.column else k for k in table.key_columns)
             table = dataclasses.replace(table, columns=cols, key_columns=keys)
         else:  # add_column
-            cols = tuple(c for c in table.columns if c.name != t.column)
-            table = dataclasses.replace(table, columns=(*cols, ColumnDef(t.column, _oracle_type(t, number_policy))))
+            if t.column in table.column_names:
+                raise RuleError(f"add_column {t.owner}.{t.table}.{t.column}: the table has this column already")
+            table = dataclasses.replace(
+                table, columns=(*table.columns, ColumnDef(t.column, _oracle_type(t, number_policy)))
+            )
     return table

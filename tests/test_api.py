@@ -70,3 +70,40 @@ def test_channel_defined_tables_need_an_instantiation_scn(spark, tmp_path):
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
     assert (audit.buckets["below_instantiation"], audit.buckets["applied"], audit.buckets["error"]) == (1, 1, 1)
+
+
+def test_api_and_channel_file_make_the_same_rules(tmp_path):
+    """Every kind of rule request, once through the API and once through YAML."""
+    s = new_streams(tmp_path)
+    s.add_schema_rules("hr", include_ddl=True, source_database="dbs1.example.com")
+    s.add_table_rules("hr.departments", include_ddl=True, include_tagged_lcr=True,
+                      and_condition=":lcr.get_tag() = HEXTORAW('02')")
+    assert s.add_subset_rules("hr.regions", "region_id=2", source_database="dbs1.example.com") == (
+        "REGIONS1", "REGIONS2", "REGIONS3"
+    )
+    assert s.add_rule(":dml.get_object_owner() = 'OE'", rule_name="oe_all", inclusion_rule=False) == "OE_ALL"
+    s.rename_schema("HR1", "hr", "hr_copy")
+    from_yaml = new_streams(tmp_path, apply={
+        "rules": [
+            {"schema": "hr", "include_ddl": True, "source_database": "dbs1.example.com"},
+            {"table": "hr.departments", "include_ddl": True, "include_tagged_lcr": True,
+             "and_condition": ":lcr.get_tag() = HEXTORAW('02')"},
+            {"table": "hr.regions", "subset": "region_id=2", "source_database": "dbs1.example.com"},
+            {"condition": ":dml.get_object_owner() = 'OE'", "name": "oe_all", "inclusion_rule": False},
+        ],
+        "transformations": [{"rule": "HR1", "rename_schema": {"from": "hr", "to": "hr_copy"}}],
+    })
+    assert s.rules() == from_yaml.rules()
+    assert s.channel.clients == from_yaml.channel.clients
+    assert len(s.rules()) == 8
+
+
+def test_api_refuses_what_oracle_refuses(tmp_path):
+    s = new_streams(tmp_path)
+    with pytest.raises(ConfigError, match="positive rule set only"):
+        s.add_subset_rules("hr.regions", "region_id=2", inclusion_rule=False)
+    with pytest.raises(ConfigError, match="SYSDATE"):
+        s.add_rule(":dml.get_object_name() = SYSDATE")
+    with pytest.raises(ConfigError, match="not in the positive rule set"):
+        s.rename_table("NO_SUCH_RULE", "hr.a", "hr.b")
+    assert s.rules() == []  # nothing half-added

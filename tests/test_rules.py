@@ -209,3 +209,59 @@ def test_transformation_must_name_a_positive_rule():
                       transformations=(TransformSpec("HR1", "rename_schema", owner="HR", to_owner="X"),))
     with pytest.raises(ConfigError, match="not in the positive rule set"):
         build_clients([spec])
+
+
+def test_custom_transformations_run_on_what_their_rule_kept(spark):
+    from lakestreams.config import TransformSpec
+    from silver.rules import evaluate
+    from silver.transforms import register
+
+    register("tag_it", {"tag": F.lit("AA")})
+    register("upper_names", lambda df: df.withColumn("object_name", F.lower("object_name")))
+    register("bad_shape", lambda df: df.drop("tag"))
+    spec = ClientSpec("apply", "apply", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"), RuleSpec("TABLE", "HR", "EMPLOYEES")),
+                      transformations=(TransformSpec("LOCATIONS1", "custom", function="tag_it"),
+                                       TransformSpec("LOCATIONS1", "custom", function="upper_names", step_number=1)))
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    out = {r["object_owner"] + "." + r["object_name"]: r["tag"] for r in evaluate(df, build_clients([spec])).collect()}
+    assert out == {"HR.locations": "AA", "HR.EMPLOYEES": None, "OE.ORDERS": None}
+    bad = ClientSpec("apply", "apply", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),),
+                     transformations=(TransformSpec("LOCATIONS1", "custom", function="bad_shape"),))
+    with pytest.raises(RuleError, match="same columns"):
+        evaluate(df, build_clients([bad]))
+    register("drop_it", lambda df: df.limit(0))
+    register("twice", lambda df: df.unionByName(df))
+    for fn, error in (("drop_it", "drop_it dropped the record"), ("twice", "twice returned the record 2 times")):
+        spec = ClientSpec("apply", "apply", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),),
+                          transformations=(TransformSpec("LOCATIONS1", "custom", function=fn),))
+        got = evaluate(df, build_clients([spec])).where("object_name = 'LOCATIONS'").select("_rule_error").collect()
+        assert [r[0] for r in got] == [f"custom transformation {error}"]
+    with pytest.raises(ConfigError, match="not registered"):
+        build_clients([ClientSpec("apply", "apply", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),),
+                                  transformations=(TransformSpec("LOCATIONS1", "custom", function="nope"),))])
+
+
+def test_clients_with_one_name_would_share_their_default_sets():
+    with pytest.raises(ConfigError, match="share the name"):
+        build_clients([ClientSpec("capture", "strm", rules=(RuleSpec("SCHEMA", "HR"),)),
+                       ClientSpec("apply", "strm", rules=(RuleSpec("TABLE", "HR", "JOBS"),))])
+
+
+@pytest.mark.parametrize(
+    "transformation, message",
+    [
+        (dict(kind="rename_column", column="A", to_column="B", value_type="BOTH"), "value_type"),
+        (dict(kind="rename_column", column="A", to_column="B", value_type="NEW"), "only value_type"),
+        (dict(kind="rename_table", to_owner="HR", to_table="X", step_number="1"), "step_number"),
+        (dict(kind="add_column", column="C", column_type="NUMBER(2)", value=123), "digits before the point"),
+        (dict(kind="add_column", column="C", column_type="VARCHAR2(2)", value="abc"), "longer than 2"),
+        (dict(kind="add_column", column="C", column_type="NUMBER(2)", expression="SYSDATE"), "SYSDATE"),
+        (dict(kind="add_column", column="C", column_type="NOT A TYPE(", value=1), "Oracle type"),
+    ],
+)
+def test_refused_transformations(transformation, message):
+    from lakestreams.config import TransformSpec
+
+    t = TransformSpec("LOCATIONS1", owner="HR", table="LOCATIONS", **transformation)
+    with pytest.raises((ConfigError, RuleError), match=message):
+        build_clients([ClientSpec("apply", "a", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),), transformations=(t,))])
