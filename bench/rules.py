@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--tables", type=int, default=10)
     ap.add_argument("--rules", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lakestreams-rules-bench-"))
     try:

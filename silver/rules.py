@@ -8,10 +8,9 @@ and raw rule conditions. Every condition is parsed and checked when the rule is 
 Evaluation keeps driver work proportional to rules, not rows:
 
 * plain system-created rules (from ``PARAMETER_TABLE_FROM`` of them on) are rows of a
-  parameter table. Records are reduced to their
-  distinct rule keys (source, object, base table, DML/DDL, tagged), the keys are joined
-  with the parameter table, and the verdict per key goes back to the records by a
-  broadcast join: 10,000 table rules cost a join, not 10,000 OR-ed predicates;
+  parameter table, grouped per lookup key (owner and table, owner, or nothing) into
+  short candidate lists that records pick up by broadcast hash joins: 10,000 table
+  rules cost a hash lookup per record, not 10,000 OR-ed predicates;
 * every other rule (subset, ``and_condition``, raw) is its compiled Spark Column.
 
 A client keeps or discards a record as Table 5-1 says (negative set first, no set is not
@@ -22,7 +21,7 @@ Capture is evaluated first; the apply client sees what capture produced.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -310,63 +309,74 @@ def build_client(spec: ClientSpec) -> Client:
 
 # -- evaluation -------------------------------------------------------------------------
 
-_KEY_FIELDS = ("source_database", "object_owner", "object_name", "base_table_owner", "base_table_name")
 _RULE = "struct<ord:int,name:string>"
 
 
-def _rule_key() -> Column:
-    parts = [F.coalesce(F.col(c), F.lit("\u0000")) for c in _KEY_FIELDS]
-    kind = F.when(_is_ddl(), "DDL").when(_is_row(), "DML").otherwise("-")
-    tagged = F.when(F.col("tag").isNull(), "N").otherwise("T")
-    return F.concat_ws("\u0001", kind, tagged, *parts)
+def _record_kind() -> Column:
+    return F.when(_is_ddl(), "DDL").when(_is_row(), "DML")
 
 
-def _params(rules: Iterable[tuple[int, str, Rule]]) -> list[tuple]:
-    return [
-        (o, pol, r.name, r.kind, r.spec.level, r.spec.owner, r.spec.table, r.spec.source_database,
-         r.spec.include_tagged_lcr)
-        for o, pol, r in rules
-    ]
+def _simple_matches(df: DataFrame, simple: list[tuple[int, str, Rule]]) -> DataFrame:
+    """Add ``_s_POS``/``_s_NEG``: the first TRUE plain rule of each polarity, per record.
 
-
-_PARAM_SCHEMA = (
-    "ord INT, polarity STRING, name STRING, kind STRING, level STRING, owner STRING, tbl STRING, "
-    "src STRING, tagged_ok BOOLEAN"
-)
-
-
-def _simple_verdicts(df: DataFrame, simple: list[tuple[int, str, Rule]]) -> DataFrame:
-    """Per distinct rule key, the first TRUE simple rule of each polarity."""
+    The rules are a parameter table, grouped on the driver per lookup key (DML/DDL,
+    owner and table, owner, or nothing; and the rule's source database or any). For each
+    key the first rule of each polarity is precomputed for tagged and untagged records.
+    Records pick their answers up through broadcast hash joins (table rules by object
+    and, for DDL, by base table; schema rules likewise by owner; global rules by kind)
+    and keep the earliest: one pass over the records, plain expressions, whatever the
+    number of rules.
+    """
     spark = df.sparkSession
-    p = spark.createDataFrame(_params(simple), _PARAM_SCHEMA)
-    keys = df.select(
-        "_rk", F.when(_is_ddl(), "DDL").when(_is_row(), "DML").alias("kind"),
-        F.col("tag").isNotNull().alias("tagged"), *_KEY_FIELDS,
-    ).dropDuplicates(["_rk"])
-    k = keys.alias("k")
-    joins = [
-        k.join(F.broadcast(p.where("level = 'GLOBAL'")).alias("p"), F.col("k.kind") == F.col("p.kind")),
-        k.join(p.where("level = 'SCHEMA'").alias("p"),
-               (F.col("k.kind") == F.col("p.kind")) & (F.col("k.object_owner") == F.col("p.owner"))),
-        k.join(p.where("level = 'SCHEMA' AND kind = 'DDL'").alias("p"),
-               (F.col("k.kind") == "DDL") & (F.col("k.base_table_owner") == F.col("p.owner"))),
-        k.join(p.where("level = 'TABLE'").alias("p"),
-               (F.col("k.kind") == F.col("p.kind")) & (F.col("k.object_owner") == F.col("p.owner"))
-               & (F.col("k.object_name") == F.col("p.tbl"))),
-        k.join(p.where("level = 'TABLE' AND kind = 'DDL'").alias("p"),
-               (F.col("k.kind") == "DDL") & (F.col("k.base_table_owner") == F.col("p.owner"))
-               & (F.col("k.base_table_name") == F.col("p.tbl"))),
+    lookups = [  # (rule level, DDL only, record columns, rule fields)
+        ("TABLE", False, ("object_owner", "object_name"), ("owner", "table")),
+        ("TABLE", True, ("base_table_owner", "base_table_name"), ("owner", "table")),
+        ("SCHEMA", False, ("object_owner",), ("owner",)),
+        ("SCHEMA", True, ("base_table_owner",), ("owner",)),
+        ("GLOBAL", False, (), ()),
     ]
-    cols = ["k._rk", "p.ord", "p.polarity", "p.name", "p.src", "p.tagged_ok", "k.tagged", "k.source_database"]
-    matched = reduce(DataFrame.unionByName, [j.select(*cols) for j in joins]).where(
-        (F.col("tagged_ok") | ~F.col("tagged"))
-        & (F.col("src").isNull() & F.col("source_database").isNotNull() | (F.col("src") == F.col("source_database")))
-    )
-    first = {
-        pol: F.min(F.when(F.col("polarity") == pol, F.struct(F.col("ord"), F.col("name")))).alias(f"_s_{pol}")
-        for pol in ("POS", "NEG")
-    }
-    return matched.groupBy("_rk").agg(*first.values())
+    answers = ("pu", "pt", "nu", "nt")  # positive/negative × untagged/tagged record
+    df = df.withColumn("_k_kind", _record_kind())
+    picks: dict[str, list[Column]] = {"POS": [], "NEG": []}
+    temp: list[str] = ["_k_kind"]
+    n = 0
+    for level, ddl_only, rec_cols, fields in lookups:
+        for any_source in (False, True):
+            groups: dict[tuple, dict[str, tuple[int, str]]] = {}
+            for o, pol, r in simple:
+                s = r.spec
+                if s.level != level or (ddl_only and r.kind != "DDL") or (s.source_database is None) != any_source:
+                    continue
+                key = (r.kind, *(getattr(s, f) for f in fields), s.source_database or "*")
+                best = groups.setdefault(key, {})
+                for tagged in (False, True):
+                    if tagged and not s.include_tagged_lcr:
+                        continue
+                    slot = ("p" if pol == "POS" else "n") + ("t" if tagged else "u")
+                    if slot not in best or (o, r.name) < best[slot]:
+                        best[slot] = (o, r.name)
+            if not groups:
+                continue
+            n += 1
+            keys = [f"_k{n}_{c}" for c in ("kind", *fields, "src")]
+            cols = [f"_k{n}_{a}" for a in answers]
+            schema = ", ".join(f"{k} STRING" for k in keys) + "".join(f", {c} {_RULE}" for c in cols)
+            rows = [(*k, *(v.get(a) for a in answers)) for k, v in groups.items()]
+            # Grouped on the driver (work grows with rules): a local relation broadcasts
+            # without a Spark job of its own.
+            table = spark.createDataFrame(rows, schema, verifySchema=False)
+            cond = [F.col("_k_kind") == F.col(keys[0])]
+            cond += [F.col(r) == F.col(k) for r, k in zip(rec_cols, keys[1:-1], strict=True)]
+            cond.append(F.col("source_database").isNotNull() if any_source else F.col("source_database") == F.col(keys[-1]))
+            df = df.join(F.broadcast(table), reduce(lambda a, b: a & b, cond), "left").drop(*keys)
+            untagged = F.col("tag").isNull()
+            picks["POS"].append(F.when(untagged, F.col(cols[0])).otherwise(F.col(cols[1])))
+            picks["NEG"].append(F.when(untagged, F.col(cols[2])).otherwise(F.col(cols[3])))
+            temp += cols
+    for pol, found in picks.items():
+        first = F.lit(None).cast(_RULE) if not found else found[0] if len(found) == 1 else F.least(*found)
+        df = df.withColumn(f"_s_{pol}", first)
+    return df.drop(*temp)
 
 
 def _first_true(rules: list[tuple[int, Rule]]) -> Column:
@@ -382,23 +392,23 @@ def _earliest(a: Column | None, b: Column | None) -> Column:
     return F.when(a.isNull() | (b.isNotNull() & (b["ord"] < a["ord"])), b).otherwise(a)
 
 
-def _verdict_columns(client: Client, simple_pos: Column | None, simple_neg: Column | None) -> tuple[Column, Column]:
-    """(discard reason, acting rule) for a client, given the simple rules' first matches."""
-    who = client.who
-    pos_set, neg_set = client.positive, client.negative
+def _first_matches(client: Client, simple_pos: Column | None, simple_neg: Column | None):
+    """For each existing rule set: per-row first TRUE rule (struct ord, name), and the
+    parameter table's first match (or None when that set has no rules there)."""
 
-    def first(rs: RuleSet | None, simple_first: Column | None) -> Column | None:
+    def first(rs: RuleSet | None, simple_first: Column | None):
         if rs is None:
             return None
-        ordered = list(enumerate(rs.rules))
-        per_row = [(o, r) for o, r in ordered if not (r.simple and simple_first is not None)]
-        best = simple_first
-        if per_row:
-            best = _earliest(best, _first_true(per_row))
-        return best if best is not None else F.lit(None).cast(_RULE)
+        per_row = [(o, r) for o, r in enumerate(rs.rules) if not (r.simple and simple_first is not None)]
+        return (_first_true(per_row) if per_row else None, simple_first)
 
-    pos = first(pos_set, simple_pos)
-    neg = first(neg_set, simple_neg)
+    return first(client.positive, simple_pos), first(client.negative, simple_neg)
+
+
+def _verdict(client: Client, pos: Column | None, neg: Column | None) -> tuple[Column, Column]:
+    """(discard reason, acting rule) from each set's first TRUE rule, by Table 5-1."""
+    who = client.who
+    pos_set, neg_set = client.positive, client.negative
     reason: Column = F.lit(None).cast("string")
     acting: Column = F.lit(None).cast("string")
     if pos is not None:
@@ -415,6 +425,20 @@ def _verdict_columns(client: Client, simple_pos: Column | None, simple_neg: Colu
     return reason, acting
 
 
+def _combine(parts) -> Column | None:
+    if parts is None:
+        return None
+    per_row, simple = parts
+    best = _earliest(simple, per_row)
+    return best if best is not None else F.lit(None).cast(_RULE)
+
+
+def _verdict_columns(client: Client, simple_pos: Column | None, simple_neg: Column | None) -> tuple[Column, Column]:
+    """(discard reason, acting rule) as pure Columns (the per-row form)."""
+    pos_parts, neg_parts = _first_matches(client, simple_pos, simple_neg)
+    return _verdict(client, _combine(pos_parts), _combine(neg_parts))
+
+
 def _evaluate_client(df: DataFrame, client: Client) -> DataFrame:
     """Add ``_discard`` (why the client discards, else NULL; an earlier discard is kept),
     ``_rule_<type>`` (the acting rule) and apply row migration for subset rules."""
@@ -426,14 +450,24 @@ def _evaluate_client(df: DataFrame, client: Client) -> DataFrame:
     simple = [x for x in rules if x[2].simple]
     sp = sn = None
     if len(simple) >= PARAMETER_TABLE_FROM:
-        verdicts = _simple_verdicts(df.withColumn("_rk", _rule_key()), simple)
-        df = df.withColumn("_rk", _rule_key()).join(F.broadcast(verdicts), "_rk", "left").drop("_rk")
+        df = _simple_matches(df, simple)
         sp, sn = F.col("_s_POS"), F.col("_s_NEG")
         if not any(p == "POS" for _, p, _ in simple):
             sp = None
         if not any(p == "NEG" for _, p, _ in simple):
             sn = None
-    reason, acting = _verdict_columns(client, sp, sn)
+    # Each set's first TRUE rule is computed once into a column, then read by name.
+    firsts = {}
+    for label, parts in zip(("_c_pos", "_c_neg"), _first_matches(client, sp, sn), strict=True):
+        if parts is None:
+            continue
+        per_row, simple = parts
+        if per_row is not None:
+            df = df.withColumn(f"{label}_rows", per_row)
+            per_row = F.col(f"{label}_rows")
+        df = df.withColumn(label, _combine((per_row, simple)))
+        firsts[label] = F.col(label)
+    reason, acting = _verdict(client, firsts.get("_c_pos"), firsts.get("_c_neg"))
     earlier = F.col("_discard")
     rule_col = f"_rule_{client.streams_type}"
     df = (
@@ -442,7 +476,7 @@ def _evaluate_client(df: DataFrame, client: Client) -> DataFrame:
         .withColumn("_discarded_by", F.when(earlier.isNull() & F.col("_c_reason").isNotNull(), F.lit(client.streams_type))
                     .otherwise(F.col("_discarded_by")))
         .withColumn("_discard", F.coalesce(earlier, F.col("_c_reason")))
-        .drop("_c_reason", "_s_POS", "_s_NEG")
+        .drop("_c_reason", "_s_POS", "_s_NEG", "_c_pos", "_c_neg", "_c_pos_rows", "_c_neg_rows")
     )
     df = df.transform(_undecidable_subsets, client, earlier)
     return df.transform(migrate_rows, client)
