@@ -63,12 +63,17 @@ def simulate(spark: SparkSession, current: Channel, proposed: Channel) -> list[d
 def format_simulation(rows: list[dict]) -> str:
     if not rows:
         return "the proposed rules keep, discard and migrate exactly what the current rules do"
-    head = f"{'table':<28} {'client':<8} {'rule':<20} {'outcome':<10} {'migration':<18} {'current':>9} {'proposed':>9}"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        table = f"{r['source_database']}:{r['owner']}.{r['table_name']}"
-        lines.append(
-            f"{table:<28} {r['streams_type']:<8} {r['rule_name']:<20} {r['outcome']:<10} "
-            f"{r['migration'] or '':<18} {r['current']:>9} {r['proposed']:>9}"
-        )
-    return "\n".join(lines)
+    head = ("table", "client", "rule", "outcome", "migration", "current", "proposed")
+    body = [
+        (f"{r['source_database']}:{r['owner']}.{r['table_name']}", r["streams_type"], r["rule_name"], r["outcome"],
+         r["migration"] or "", str(r["current"]), str(r["proposed"]))
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in (head, *body)) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        left = [c.ljust(w) for c, w in zip(cells[:5], widths[:5], strict=True)]
+        right = [c.rjust(w) for c, w in zip(cells[5:], widths[5:], strict=True)]
+        return "  ".join(left + right)
+
+    return "\n".join([line(head), "-" * len(line(head)), *(line(b) for b in body)])

@@ -13,7 +13,7 @@ from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.config import load_channel
 from lakestreams.pipeline import rule_report, run_pipeline
-from silver.simulate import simulate
+from silver.simulate import format_simulation, simulate
 
 REGIONS = (
     "CREATE TABLE hr.regions (region_id NUMBER(4) NOT NULL, region_name VARCHAR2(25), zone NUMBER(2), "
@@ -132,6 +132,9 @@ def test_simulate_reports_what_a_proposed_channel_changes(spark, channel, tmp_pa
     assert by[("(no rule)", "discarded", "REGIONS")] == (4, 1)  # its CREATE TABLE: no DDL rule either way
     assert ("EMPLOYEES1", "kept", "EMPLOYEES") in by
     assert simulate(spark, channel, channel) == []
+    printed = format_simulation(rows).splitlines()
+    assert printed[0].split() == ["table", "client", "rule", "outcome", "migration", "current", "proposed"]
+    assert any("HR.REGIONS" in line and "UPDATE -> INSERT" in line and line.endswith(" 0") for line in printed)
 
 
 def load_channel_with(tmp_path, apply: dict):
