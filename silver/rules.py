@@ -302,11 +302,6 @@ def build_clients(channel: Channel | Sequence[ClientSpec], column_types=None) ->
     return clients
 
 
-def build_client(spec: ClientSpec) -> Client:
-    """One client on its own (its rule sets shared with nobody)."""
-    return build_clients([spec])[0]
-
-
 # -- evaluation -------------------------------------------------------------------------
 
 _RULE = "struct<ord:int,name:string>"
