@@ -64,10 +64,6 @@ class Plan:
     targets: list[TargetPlan] = field(default_factory=list)
 
 
-def target_name(owner: str, table: str) -> str:
-    return target_model_name(owner, table)
-
-
 def plan_table_name(model: str) -> str:
     return f"plan__{model}"
 
@@ -352,7 +348,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     for (owner, name), items in sorted(per_source.items()):
         changes = reduce(DataFrame.unionByName, [df for _, df, _, _ in items])
         sources = tuple(source for _, _, source, _ in items)
-        targets.append((owner, name, items[0][3], target_name(owner, name), changes, sources))
+        targets.append((owner, name, items[0][3], target_model_name(owner, name), changes, sources))
     # 2. Order and root each target without the failed transactions; a change that meets
     #    the wrong row state (no row: ORA-01403; key taken: ORA-00001) fails its transaction
     #    too. Excluding one can orphan later changes, so repeat until no new one fails.

@@ -61,18 +61,19 @@ class Streams:
             )
         return current or ClientSpec(streams_type, streams_name)
 
-    def _replace_client(self, updated: ClientSpec) -> None:
+    def _replace_client(self, updated: ClientSpec) -> list:
+        """Swap in the updated client if all its rules build; returns the built clients."""
         others = tuple(c for c in self.channel.clients if c.streams_type != updated.streams_type)
         candidate = self.channel.replace(clients=(*others, updated))
-        check_rules(candidate)  # refuse a bad condition or transformation now, not at run time
+        built = check_rules(candidate)  # refuse a bad condition or transformation now, not at run time
         self.channel = candidate
+        return built
 
     def _add_spec(self, spec: RuleSpec, streams_type: str, streams_name: str) -> list:
         """Add one rule request to its client; returns the rules it created."""
         client = self._client(streams_type, streams_name)
         updated = dataclasses.replace(client, rules=(*client.rules, spec))
-        self._replace_client(updated)
-        built = next(c for c in build_clients(self.channel) if c.streams_type == streams_type)
+        built = next(c for c in self._replace_client(updated) if c.streams_type == streams_type)
         rule_set = built.positive if spec.inclusion_rule else built.negative
         return [r for r in (rule_set.rules if rule_set else ()) if r.spec is spec]
 

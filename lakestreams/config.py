@@ -512,14 +512,15 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     return channel
 
 
-def check_rules(channel: Channel) -> None:
-    """Build every rule once so a bad condition or transformation fails on load."""
+def check_rules(channel: Channel) -> list:
+    """Build every rule once so a bad condition or transformation fails on load; returns
+    the built clients (``silver.rules.Client``)."""
     from silver.rules import build_clients
     from silver.transforms import import_modules
 
     import_modules(channel.transformation_modules)
     try:
-        build_clients(channel, channel_column_types(channel))
+        return build_clients(channel, channel_column_types(channel))
     except ReplicationError as e:
         raise ConfigError(str(e)) from e
 

@@ -9,11 +9,12 @@ from pyspark.sql import functions as F
 
 from bronze.ingest import IngestCounts, run_bronze
 from gold.dbt import apply_targets
-from gold.plan import Plan, TargetPlan, plan_table_name, record_progress, run_plan, target_name
+from gold.plan import Plan, TargetPlan, plan_table_name, record_progress, run_plan
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.spark import ensure_schemas
 from lakestreams.timing import step
+from silver.changes import target_model_name
 from silver.run import SilverResult, load_targets, run_silver
 
 STAGES = ("bronze", "silver", "gold")
@@ -32,7 +33,7 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     silver = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
     out: dict[str, TargetPlan] = {}
     for src, sowner, sname, tdef, _ in load_targets(spark, channel):
-        model = target_name(tdef.owner, tdef.name)
+        model = target_model_name(tdef.owner, tdef.name)
         if plan_table_name(model) in silver:
             prev = out.get(model)
             sources = (*(prev.sources if prev else ()), (src, sowner, sname))

@@ -91,8 +91,7 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
         F.col("command_type").alias("_command_type"),
         F.col("tag").alias("_tag"),
         F.lit(silver_batch).cast("bigint").alias("_silver_batch"),
-        (F.col("_migrated_from") if "_migrated_from" in records.columns else F.lit(None).cast("string"))
-        .alias("_migrated_from"),
+        "_migrated_from",
         "old_values",
         "new_values",
     )

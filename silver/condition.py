@@ -23,6 +23,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from bronze.records import CONTROL_COMMANDS
 from lakestreams.errors import RuleError
 
 NUMBER, VARCHAR2, DATE, RAW, ANYDATA = "NUMBER", "VARCHAR2", "DATE", "RAW", "ANYDATA"
@@ -41,6 +42,20 @@ _HEX = re.compile(r"[0-9A-Fa-f]*")
 _DECIMAL = Context(prec=80)  # wide enough that checking a literal never rounds it
 _SCALE = Decimal("1e-10")
 _ORACLE = sqlglot.Dialect.get_or_raise("oracle")
+
+
+def is_ddl_lcr() -> Column:
+    """A record is a DDL LCR exactly when it has DDL text."""
+    return F.col("ddl_text").isNotNull()
+
+
+def is_control_record() -> Column:
+    """COMMIT/ROLLBACK: transaction control, neither a row nor a DDL LCR."""
+    return F.coalesce(F.col("command_type").isin(*CONTROL_COMMANDS), F.lit(False)) & ~is_ddl_lcr()
+
+
+def is_row_lcr() -> Column:
+    return ~is_ddl_lcr() & ~is_control_record()
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ anything that is not understood is logged with the reason, never lost.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 
+from lakestreams.config import IDENTIFIER
 from lakestreams.errors import DdlError
 from silver.types import ColumnType, map_oracle_type
 
@@ -49,7 +49,7 @@ class TableDef:
 
 #: Names that reach Spark, dbt and file paths. Oracle allows more inside double quotes;
 #: such names are refused here rather than quoted into SQL later.
-SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_$#]{0,127}")  # always used with fullmatch
+SAFE_NAME = IDENTIFIER  # the channel file's identifier rule; always used with fullmatch
 
 
 def _ident(e: exp.Expression) -> str:

@@ -30,10 +30,16 @@ from pyspark.sql import functions as F
 
 from lakestreams.config import Channel, ClientSpec, RuleSpec, TransformSpec
 from lakestreams.errors import ConfigError, RuleError
-from silver.condition import Condition, parse_condition, parse_subset_condition, rewrite_lcr
+from silver.condition import (
+    Condition,
+    is_ddl_lcr,
+    is_row_lcr,
+    parse_condition,
+    parse_subset_condition,
+    rewrite_lcr,
+)
 from silver.transforms import apply_transformations, check
 
-CONTROL_COMMANDS = ("COMMIT", "ROLLBACK")
 #: From this many plain system-created rules on, a client evaluates them through the
 #: parameter table; below it, as per-row Columns (cheaper than a key pass and a join).
 PARAMETER_TABLE_FROM = 64
@@ -122,14 +128,6 @@ def subset_conditions(spec: RuleSpec, column_type=None) -> tuple[dict[str, str],
     }, sub.columns)
 
 
-def _is_ddl() -> Column:
-    return F.col("ddl_text").isNotNull()
-
-
-def _is_row() -> Column:
-    return F.col("ddl_text").isNull() & ~F.coalesce(F.col("command_type").isin(*CONTROL_COMMANDS), F.lit(False))
-
-
 @dataclass(frozen=True)
 class Rule:
     """One rule: its name, whether it is for row (DML) or DDL LCRs, and its condition."""
@@ -152,13 +150,13 @@ class Rule:
         """The condition as a Spark boolean Column (NULL counts as FALSE)."""
         if self.simple:
             return _simple_column(self)
-        guard = _is_ddl() if self.kind == "DDL" else _is_row()
+        guard = is_ddl_lcr() if self.kind == "DDL" else is_row_lcr()
         return guard & self.parsed.column()
 
 
 def _simple_column(rule: Rule) -> Column:
     s = rule.spec
-    conds = [_is_ddl() if rule.kind == "DDL" else _is_row()]
+    conds = [is_ddl_lcr() if rule.kind == "DDL" else is_row_lcr()]
     owner_is = F.col("object_owner") == F.lit(s.owner)
     if s.level == "SCHEMA":
         conds.append(owner_is | (F.col("base_table_owner") == F.lit(s.owner)) if rule.kind == "DDL" else owner_is)
@@ -308,7 +306,7 @@ _RULE = "struct<ord:int,name:string>"
 
 
 def _record_kind() -> Column:
-    return F.when(_is_ddl(), "DDL").when(_is_row(), "DML")
+    return F.when(is_ddl_lcr(), "DDL").when(is_row_lcr(), "DML")
 
 
 def _simple_matches(df: DataFrame, simple: list[tuple[int, str, Rule]]) -> DataFrame:
@@ -495,7 +493,7 @@ def _undecidable_subsets(df: DataFrame, client: Client, earlier: Column) -> Data
         ]
         absent = F.array_join(F.filter(F.array(*missing), lambda x: x.isNotNull()), ", ")
         applies = (
-            _is_row() & F.col("command_type").isin("UPDATE", "DELETE")
+            is_row_lcr() & F.col("command_type").isin("UPDATE", "DELETE")
             & (F.col("object_owner") == s.owner) & (F.col("object_name") == s.table)
             & (F.lit(s.include_tagged_lcr) | F.col("tag").isNull())
             & (F.lit(s.source_database is None) | (F.col("source_database") == F.lit(s.source_database or "")))
@@ -509,8 +507,7 @@ def _undecidable_subsets(df: DataFrame, client: Client, earlier: Column) -> Data
             ),
         ).otherwise(err)
     no_rule = (F.col("_discarded_by") == client.streams_type) & F.col("_discard").contains("no rule of positive")
-    prior = F.col("_rule_error") if "_rule_error" in df.columns else F.lit(None).cast("string")
-    return df.withColumn("_rule_error", F.coalesce(prior, F.when(no_rule, err)))
+    return df.withColumn("_rule_error", F.coalesce(F.col("_rule_error"), F.when(no_rule, err)))
 
 
 def migrate_rows(df: DataFrame, client: Client) -> DataFrame:
@@ -532,14 +529,13 @@ def migrate_rows(df: DataFrame, client: Client) -> DataFrame:
                      lambda k, v: ~F.array_contains(new_keys, k)),
         F.coalesce(new_map, F.create_map().cast("map<string,variant>")),
     )
-    prior = F.col("_migrated_from") if "_migrated_from" in df.columns else F.lit(None).cast("string")
     return (
         df.withColumn("_move", move)
         .withColumn("new_values", F.when(F.col("_move") == "INSERT", F.to_variant_object(whole))
                     .when(F.col("_move") == "DELETE", F.lit(None).cast("variant")).otherwise(F.col("new_values")))
         .withColumn("old_values", F.when(F.col("_move") == "INSERT", F.lit(None).cast("variant"))
                     .otherwise(F.col("old_values")))
-        .withColumn("_migrated_from", F.when(F.col("_move").isNotNull(), F.lit("UPDATE")).otherwise(prior))
+        .withColumn("_migrated_from", F.when(F.col("_move").isNotNull(), F.lit("UPDATE")).otherwise(F.col("_migrated_from")))
         .withColumn("_migrated_by", F.when(F.col("_move").isNotNull(), F.lit(client.streams_type))
                     .otherwise(F.col("_migrated_by")))
         .withColumn("command_type", F.coalesce(F.col("_move"), F.col("command_type")))

@@ -23,6 +23,7 @@ from lakestreams.delta_io import append, log_state
 from lakestreams.errors import DdlError, ReplicationError
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, target_model_name, type_changes
+from silver.condition import is_control_record, is_ddl_lcr
 from silver.dictionary import (
     DDL_LOG_DDL,
     DICTIONARY_DDL,
@@ -32,7 +33,7 @@ from silver.dictionary import (
     table_def_from_row,
     table_def_to_row,
 )
-from silver.rules import CONTROL_COMMANDS, Client, build_clients, evaluate
+from silver.rules import Client, build_clients, evaluate
 from silver.transforms import transform_table_def
 
 RUN_ROW = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
@@ -157,7 +158,7 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
 def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> DataFrame:
     """Transactions that became complete in this batch (COMMIT/ROLLBACK seen, or whole file)."""
     fresh = new.where("NOT is_duplicate")
-    control = fresh.where(F.col("command_type").isin(*CONTROL_COMMANDS) & F.col("ddl_text").isNull()).select(
+    control = fresh.where(is_control_record()).select(
         "source_database",
         "transaction_id",
         F.when(F.col("command_type") == "COMMIT", "COMMITTED").otherwise("ROLLED_BACK").alias("status"),
@@ -275,17 +276,32 @@ def create_change_table(spark: SparkSession, channel: Channel, name: str, table:
     return qualified
 
 
+def released_records(ledger: DataFrame, transactions: DataFrame) -> DataFrame:
+    """The records of complete transactions, as silver evaluates them: not duplicates, not
+    landed after their transaction was released, with the transaction's commit SCN/time."""
+    txns = transactions.select(
+        "source_database", "transaction_id", "status", "released_batch",
+        F.col("commit_scn").alias("_txn_commit_scn"), F.col("commit_time").alias("_txn_commit_time"),
+    )
+    return (
+        ledger.where("NOT is_duplicate")
+        .join(txns, ["source_database", "transaction_id"])
+        .where(F.col("silver_batch") <= F.col("released_batch"))
+        # The COMMIT record (or the whole file) fixes the transaction's commit SCN and time.
+        .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
+        .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
+    )
+
+
 def classify(released: DataFrame, clients: list[Client]) -> DataFrame:
     """Rules over released records, then one bucket per record (with the reason)."""
-    is_ddl = F.col("ddl_text").isNotNull()
-    is_control = F.col("command_type").isin(*CONTROL_COMMANDS) & ~is_ddl
     return (
         evaluate(released, clients)
         .withColumn(
             "_bucket",
-            F.when(is_control, "control")
+            F.when(is_control_record(), "control")
             .when(F.col("status") == "ROLLED_BACK", "rolled_back")
-            .when(is_ddl, "ddl")
+            .when(is_ddl_lcr(), "ddl")
             .when(F.col("_rule_error").isNotNull(), "rule_error")
             .when(F.col("_discard").isNotNull(), "discarded")
             .otherwise("accepted"),
@@ -429,19 +445,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     with step("silver.transactions"):
         released_txns = _transactions_step(spark, channel, batch, new).persist()
         _late_records_step(spark, channel, batch, new)
-    ledger = spark.table(_t(channel, "ledger").replace("`", "")).where("NOT is_duplicate")
-    released = (
-        ledger.join(
-            released_txns.select(
-                "source_database", "transaction_id", "status",
-                F.col("commit_scn").alias("_txn_commit_scn"), F.col("commit_time").alias("_txn_commit_time"),
-            ),
-            ["source_database", "transaction_id"],
-        )
-        # The COMMIT record (or the whole file) fixes the transaction's commit SCN and time.
-        .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
-        .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
-    )
+    ledger = spark.table(_t(channel, "ledger").replace("`", ""))
+    released = released_records(ledger, released_txns)
     clients = build_clients(channel)
     classified = classify(released, clients).persist()
     try:

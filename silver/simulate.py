@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
 from silver.rules import build_clients
-from silver.run import classify, rule_outcomes
+from silver.run import classify, released_records, rule_outcomes
 
 KEY = ("streams_type", "rule_name", "outcome", "migration", "source_database", "owner", "table_name")
 
@@ -20,17 +20,9 @@ KEY = ("streams_type", "rule_name", "outcome", "migration", "source_database", "
 def released_history(spark: SparkSession, channel: Channel) -> DataFrame:
     """Every record silver evaluated: of a complete transaction, not a duplicate, not late."""
     st = channel.storage
-    ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
-    txns = spark.table(st.table("silver", "transactions").replace("`", "")).select(
-        "source_database", "transaction_id", "status", "released_batch",
-        F.col("commit_scn").alias("_txn_commit_scn"), F.col("commit_time").alias("_txn_commit_time"),
-    )
-    return (
-        ledger.join(txns, ["source_database", "transaction_id"])
-        # a record that landed after its transaction was released was never evaluated
-        .where(F.col("silver_batch") <= F.col("released_batch"))
-        .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
-        .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
+    return released_records(
+        spark.table(st.table("silver", "ledger").replace("`", "")),
+        spark.table(st.table("silver", "transactions").replace("`", "")),
     )
 
 

@@ -31,6 +31,7 @@ from pyspark.sql.window import Window
 
 from lakestreams.config import IDENTIFIER, TRANSFORM_KINDS, VALUE_TYPES, TransformSpec
 from lakestreams.errors import ConfigError, RuleError
+from silver.condition import is_row_lcr, parse_value
 from silver.dictionary import ColumnDef, TableDef
 from silver.types import map_oracle_type
 
@@ -130,8 +131,6 @@ def check(t: TransformSpec, number_policy: str = "decimal") -> None:
     if t.kind == "add_column":
         ctype = _oracle_type(t, number_policy)
         if t.expression is not None:
-            from silver.condition import parse_value
-
             parse_value(t.expression)
         else:
             _check_value(t, ctype.spark, ctype.max_length, ctype.oracle)
@@ -145,10 +144,6 @@ def check(t: TransformSpec, number_policy: str = "decimal") -> None:
 def ordered(transformations: Sequence[TransformSpec]) -> list[TransformSpec]:
     order = {k: i for i, k in enumerate((*TRANSFORM_KINDS, "custom"))}
     return sorted(transformations, key=lambda t: (t.step_number, order[t.kind]))
-
-
-def _is_row() -> Column:
-    return F.col("ddl_text").isNull() & ~F.coalesce(F.col("command_type").isin("COMMIT", "ROLLBACK"), F.lit(False))
 
 
 def _images(t: TransformSpec) -> tuple[str, ...]:
@@ -165,8 +160,6 @@ def _as_variant(value: Column) -> Column:
 
 def _value(t: TransformSpec, number_policy: str) -> Column:
     if t.expression is not None:
-        from silver.condition import parse_value
-
         return parse_value(t.expression).column()
     spark_type = _oracle_type(t, number_policy).spark
     return F.lit(t.value).cast(spark_type) if t.value is not None else F.lit(None).cast(spark_type)
@@ -247,7 +240,7 @@ def apply_transformations(df: DataFrame, client) -> DataFrame:
     """Run the client's transformations on the row LCRs their rule kept."""
     rule_col = f"_rule_{client.streams_type}"
     for t in ordered(client.transformations):
-        hit = F.col("_discard").isNull() & (F.col(rule_col) == F.lit(t.rule)) & _is_row()
+        hit = F.col("_discard").isNull() & (F.col(rule_col) == F.lit(t.rule)) & is_row_lcr()
         df = _custom(df, t, hit) if t.kind == "custom" else _declarative(df, t, hit, client.number_policy)
     return df
 
