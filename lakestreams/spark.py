@@ -45,6 +45,12 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         .config("spark.driver.memory", os.environ.get("LAKESTREAMS_DRIVER_MEMORY", "4g"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        # The status store keeps finished jobs, stages, tasks and SQL plans on the driver
+        # even with the UI off; a long session (a scheduled job, the test run) needs little.
+        .config("spark.sql.ui.retainedExecutions", "20")
+        .config("spark.ui.retainedJobs", "50")
+        .config("spark.ui.retainedStages", "50")
+        .config("spark.ui.retainedTasks", "2000")
         # Small local tables: Delta's default 50 snapshot partitions cost more than they save.
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.adaptive.enabled", "true")

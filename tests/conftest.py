@@ -11,7 +11,7 @@ import pytest
 from lakestreams.config import Channel, channel_from_dict
 
 os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
-os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "2g")
+os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "3g")
 
 REPO = Path(__file__).resolve().parents[1]
 
