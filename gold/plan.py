@@ -171,11 +171,12 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         "_segment", F.sum(F.col("_starts").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0))
     ).withColumn("_segment_start", F.first("_seq").over(Window.partitionBy("_k", "_segment").orderBy("_seq")))
     # Every change belongs to the segment of its 'from' event (an INSERT's key is its new key).
-    # An UPDATE/DELETE on a key this plan already emptied (moved away or deleted) has no row.
+    # An UPDATE/DELETE on a key this plan already emptied (moved away or deleted) has no row;
+    # on a key the plan has not touched before (no previous event) it looks for gold's row.
     member = events.where("_role = 'from'").select(
         "_seq",
         F.col("_segment_start").alias("_node"),
-        ((F.col("_op") != "I") & (F.col("_prev_holds") == F.lit(False))).alias("_gap"),
+        ((F.col("_op") != "I") & F.coalesce(~F.col("_prev_holds"), F.lit(False))).alias("_gap"),
     )
     # An INSERT, or a move onto a key, claims the key: taken if a row holds it already
     # (earlier in this plan; or in gold, when this is the plan's first event on the key).

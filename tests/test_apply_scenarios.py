@@ -50,14 +50,27 @@ def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_
     assert audit.buckets["applied"] == 7
 
     # The COMMIT arrives: the waiting transaction applies, and only the new file is read.
+    # Changes to rows an earlier plan applied find them in gold: an update, a key move and
+    # a delete; an update of a key gold never held fails its transaction (ORA-01403).
     t6_commit = Txn("t6", 600).row("INSERT", new={}).commit()[-1]
-    write_lines(ch, "src", "f2.jsonl", [t6_commit])
+    second = [
+        t6_commit,
+        *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1, "NOTE": "x"}, new={"NOTE": "x2"}).commit(),
+        *Txn("t8", 800).row("UPDATE", old={"REGION_ID": 21}, new={"REGION_ID": 22}).commit(),
+        *Txn("t9", 900).row("DELETE", old={"REGION_ID": 1}).row("UPDATE", old={"REGION_ID": 99}, new={"NOTE": "n"})
+        .commit(),
+    ]
+    write_lines(ch, "src", "f2.jsonl", second)
     run_pipeline(spark, ch)
-    expected = spark.createDataFrame([(1, "AA", "x"), (21, "B", "yy"), (3, "C2", "z")], SCHEMA)
+    expected = spark.createDataFrame([(1, "AA", "x2"), (22, "B", "yy"), (3, "C2", "z")], SCHEMA)
     assert_df_equality(gold(spark, ch), expected, ignore_row_order=True)
-    assert spark.table(ch.storage.table("bronze", "change_records").replace("`", "")).count() == len(first) + 1
+    assert spark.table(ch.storage.table("bronze", "change_records").replace("`", "")).count() == len(first) + len(second)
+    queue = spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).collect()
+    assert [(r["transaction_id"], r["record_count"]) for r in queue] == [("t9", 3)]
+    assert "UPDATE of HR.REGIONS finds no row with key {\"REGION_ID\":99}" in queue[0]["error"]
     audit = run_audit(spark, ch)
-    assert audit.ok and audit.buckets["pending"] == 0 and audit.buckets["applied"] == 8
+    assert audit.ok and audit.buckets["pending"] == 0 and audit.buckets["applied"] == 10
+    assert audit.buckets["error"] == 2  # t9's two row records; its COMMIT counts as control
 
     # Nothing new: no table gets a new Delta version.
     before = table_versions(spark, ch)
@@ -65,7 +78,7 @@ def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_
     assert table_versions(spark, ch) == before
 
     progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
-    assert progress.agg({"applied_scn": "max"}).first()[0] == 600
+    assert progress.agg({"applied_scn": "max"}).first()[0] == 800  # t8; t9 failed
 
 
 def test_same_file_landed_twice_is_counted_as_duplicate_and_applied_once(spark, tmp_path):
