@@ -27,7 +27,7 @@ from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
-from silver.run import load_targets
+from silver.run import load_targets, refuse_during_rebuild
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
@@ -85,13 +85,20 @@ def _runs_state(spark: SparkSession, channel: Channel) -> DataFrame:
     )
 
 
+def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
+    """A plan logged but not applied yet (plan id, silver range), if any."""
+    row = _runs_state(spark, channel).where("applied = 0").orderBy("plan_id").first()
+    return None if row is None else (int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]))
+
+
 def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
     """The plan to run: an unfinished one again, else one over the new silver batches."""
     st = channel.storage
+    refuse_during_rebuild(spark, channel, "the apply plan")
     runs = _runs_state(spark, channel)
-    unfinished = runs.where("applied = 0").orderBy("plan_id").first()
+    unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
-        return int(unfinished["plan_id"]), int(unfinished["silver_from"]), int(unfinished["silver_to"])
+        return unfinished
     last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
         spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
@@ -353,25 +360,36 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     # 2. Order and root each target without the failed transactions; a change that meets
     #    the wrong row state (no row: ORA-01403; key taken: ORA-00001) fails its transaction
     #    too. Excluding one can orphan later changes, so repeat until no new one fails.
+    #    Only targets with a newly failed transaction are planned again: the plan (and so
+    #    the conflicts) of the others cannot change.
+    plans: dict[str, DataFrame] = {}
+    conflicts: dict[str, DataFrame] = {}
+    dirty = {t[3] for t in targets}
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
-        plans: dict[str, DataFrame] = {}
-        conflicts = []
         for _owner, _name, tdef, model, changes, sources in targets:
+            if model not in dirty:
+                continue
             ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
             with step("plan.order"):
                 plans[model] = build_target_plan(ok, tdef).localCheckpoint()
-            conflicts.append(
-                row_conflicts(spark, plans[model], _table_inst(inst, sources), st.table("gold", model), tdef)
-            )
+            conflicts[model] = row_conflicts(spark, plans[model], _table_inst(inst, sources), st.table("gold", model), tdef)
+        if not conflicts:
+            break
         new = (
-            reduce(DataFrame.unionByName, conflicts)
+            reduce(DataFrame.unionByName, conflicts.values())
             .join(bad, ["_source_database", "_transaction_id"], "left_anti")
-            if conflicts else None
+            .localCheckpoint()
         )
-        if new is None or new.limit(1).count() == 0:
+        if new.limit(1).count() == 0:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
+        # One row per target touched by a newly failed transaction.
+        touched = reduce(DataFrame.unionByName, [
+            changes.select(F.lit(model).alias("_model"), "_source_database", "_transaction_id")
+            for _o, _n, _t, model, changes, _s in targets
+        ]).join(new.select("_source_database", "_transaction_id"), ["_source_database", "_transaction_id"], "left_semi")
+        dirty = {r["_model"] for r in touched.select("_model").distinct().collect()}
     else:
         raise ApplyError(
             f"plan {plan_id}: row conflicts still cascade after {MAX_CONFLICT_ROUNDS} rounds; nothing was applied"

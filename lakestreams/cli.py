@@ -106,6 +106,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    """Re-derive a table (and what shares transactions or gold tables with it) under the
+    current rules, apply it, then print the summary."""
+    from lakestreams.pipeline import run_gold
+    from lakestreams.rebuild import format_rebuild, parse_request, rebuild
+
+    ch = _channel(args)
+    parse_request(args.table, args.source_database)  # refuse a bad name before starting Spark
+    spark = _session(ch)
+    print(format_rebuild(rebuild(spark, ch, args.table, args.source_database)))
+    run_gold(spark, ch)
+    return _print_summary(spark, ch)
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -141,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("rules", "list each client's rule sets, rules (Oracle condition text) and transformations")
     add("simulate", "what a proposed channel file would keep, discard or migrate differently; writes nothing") \
         .add_argument("proposed", help="the proposed channel YAML file")
+    rb = add("rebuild", "re-derive a table's silver and gold from bronze under the current rules")
+    rb.add_argument("table", help="OWNER.TABLE: a source table or a target (gold) table")
+    rb.add_argument("--source-database", help="only this source database's table (and what it shares)")
     return parser
 
 
@@ -160,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rules(args)
         if args.command == "simulate":
             return cmd_simulate(args)
+        if args.command == "rebuild":
+            return cmd_rebuild(args)
     except ReplicationError as e:
         print(f"lakestreams: {e}", file=sys.stderr)
         return 2

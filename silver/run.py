@@ -56,6 +56,12 @@ RULE_OUTCOMES_DDL = (
     "batch BIGINT, streams_type STRING, streams_name STRING, rule_name STRING, outcome STRING, "
     "migration STRING, source_database STRING, owner STRING, table_name STRING, records BIGINT"
 )
+REBUILD_ROW = (
+    "batch BIGINT, request STRING, state STRING, "
+    "tables ARRAY<STRUCT<source_database: STRING, owner: STRING, table_name: STRING>>, "
+    "models ARRAY<STRING>, change_tables ARRAY<STRING>"
+)
+REBUILDS_DDL = REBUILD_ROW + ", at TIMESTAMP"
 TXN_ERRORS_DDL = (
     "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, "
     "failing_record STRING"
@@ -88,6 +94,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("txn_errors", TXN_ERRORS_DDL),
         ("targets", TARGETS_DDL),
         ("rule_outcomes", RULE_OUTCOMES_DDL),
+        ("rebuilds", REBUILDS_DDL),
     ):
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
 
@@ -97,18 +104,47 @@ def _latest_version(spark: SparkSession, table: str) -> int:
     return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"])
 
 
-def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
-    """The batch to run: an unfinished one again, else the next over new bronze versions."""
+def unfinished_rebuild(spark: SparkSession, channel: Channel):
+    """The logged scope row of a rebuild that has not finished, if any (one row: metadata)."""
+    name = _t(channel, "rebuilds").replace("`", "")
+    if not spark.catalog.tableExists(name):
+        return None
+    rebuilds = spark.table(name)
+    done = rebuilds.where("state = 'done'").select("batch")
+    return rebuilds.where("state = 'scope'").join(done, "batch", "left_anti").orderBy("batch").first()
+
+
+def refuse_during_rebuild(spark: SparkSession, channel: Channel, what: str) -> None:
+    """New batches and plans wait while a rebuild has cleared tables it has not re-derived."""
+    pending = unfinished_rebuild(spark, channel)
+    if pending is not None:
+        raise ReplicationError(
+            f"{what} waits: the rebuild of {pending['request']} (silver batch {pending['batch']}) did not finish; "
+            f"run `lakestreams rebuild {pending['request']}` again to finish it"
+        )
+
+
+def batch_state(spark: SparkSession, channel: Channel) -> tuple[tuple[int, int, int] | None, int, int]:
+    """(the unfinished batch and its bronze range, if any; the last batch number; the last
+    bronze version read). One row per silver batch: metadata."""
     runs = spark.table(_t(channel, "runs").replace("`", ""))
     state = runs.groupBy("silver_batch", "bronze_from", "bronze_to").agg(
         F.max(F.when(F.col("state") == "done", 1).otherwise(0)).alias("done")
     )
     unfinished = state.where("done = 0").orderBy("silver_batch").first()
-    if unfinished is not None:
-        return int(unfinished["silver_batch"]), int(unfinished["bronze_from"]), int(unfinished["bronze_to"])
     last = state.agg(F.max("silver_batch").alias("b"), F.max("bronze_to").alias("v")).first()
-    last_batch = int(last["b"] or 0)
-    last_to = int(last["v"] or 0)
+    open_batch = None
+    if unfinished is not None:
+        open_batch = int(unfinished["silver_batch"]), int(unfinished["bronze_from"]), int(unfinished["bronze_to"])
+    return open_batch, int(last["b"] or 0), int(last["v"] or 0)
+
+
+def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
+    """The batch to run: an unfinished one again, else the next over new bronze versions."""
+    refuse_during_rebuild(spark, channel, "silver")
+    unfinished, last_batch, last_to = batch_state(spark, channel)
+    if unfinished is not None:
+        return unfinished
     latest = _latest_version(spark, channel.storage.table("bronze", BRONZE_TABLE))
     if latest <= last_to:
         return None
@@ -188,14 +224,13 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     return spark.table(txn_name.replace("`", "")).where(f"released_batch = {batch}")
 
 
-def _late_records_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> None:
-    """Records that land after their transaction was released cannot join it any more:
+def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> DataFrame:
+    """Records that landed after their transaction was released cannot join it any more:
     the transaction was applied without them. They go to the error queue, never lost."""
-    earlier = spark.table(_t(channel, "transactions").replace("`", "")).where(f"released_batch < {batch}")
-    late = new.where("NOT is_duplicate").join(
-        earlier.select("source_database", "transaction_id", "released_batch"), ["source_database", "transaction_id"]
-    )
-    errors = late.select(
+    late = records.where("NOT is_duplicate").join(
+        transactions.select("source_database", "transaction_id", "released_batch"), ["source_database", "transaction_id"]
+    ).where(F.col("silver_batch") > F.col("released_batch"))
+    return late.select(
         F.lit(batch).cast("bigint").alias("silver_batch"),
         "source_database",
         "transaction_id",
@@ -206,7 +241,6 @@ def _late_records_step(spark: SparkSession, channel: Channel, batch: int, new: D
         ).alias("error"),
         F.col("raw").alias("failing_record"),
     )
-    append(errors, _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
 
 
 def _dictionary_step(
@@ -432,6 +466,64 @@ def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, 
     )
 
 
+def derive(
+    spark: SparkSession, channel: Channel, batch: int, classified: DataFrame, clients: list[Client],
+    dictionary: dict[tuple[str, str, str], TableDef], result: SilverResult,
+) -> None:
+    """What silver writes for classified records, but the dictionary: rule outcomes, change
+    tables and their registry rows, transaction errors and bucket outcomes, all as ``batch``."""
+    with step("silver.rule_outcomes"):
+        append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
+    accepted = classified.where("_bucket = 'accepted'")
+    errors = [
+        classified.where("_bucket = 'rule_error'").select(
+            F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+            F.col("_rule_error").alias("error"), F.col("raw").alias("failing_record"),
+        )
+    ]
+    registry = load_targets(spark, channel)
+    targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry)
+    for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
+        cname = change_table_name(src, owner, name)
+        qualified = create_change_table(spark, channel, cname, tdef)
+        rows = accepted.where(_any_group(groups))
+        with step("silver.change_table"):
+            append(type_changes(rows, tdef, batch), qualified, f"silver.{cname}", batch)
+        target_row = table_def_to_row(tdef)
+        target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
+                          change_table=cname, silver_batch=batch)
+        result.tables.append(cname)
+        result.targets.append(target_row)
+    if result.targets:
+        append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
+    for groups, message in group_errors:
+        errors.append(
+            accepted.where(_any_group(groups)).select(
+                F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+                F.lit(message).alias("error"), F.col("raw").alias("failing_record"),
+            )
+        )
+    append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
+    outcomes = (
+        classified.where("_bucket NOT IN ('accepted', 'rule_error')")
+        .groupBy("source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
+        .count()
+        .select(
+            F.lit(batch).cast("bigint").alias("batch"),
+            F.lit("silver").alias("stage"),
+            "source_database",
+            "transaction_id",
+            F.col("object_owner").alias("owner"),
+            F.col("object_name").alias("table_name"),
+            F.col("_bucket").alias("bucket"),
+            F.col("_reason").alias("reason"),
+            F.col("count").alias("records"),
+        )
+    )
+    with step("silver.outcomes"):
+        append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+
+
 def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     """Run one silver batch over the bronze versions not read yet (if any)."""
     create_silver_tables(spark, channel)
@@ -444,7 +536,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         new = _ledger_step(spark, channel, batch, lo, hi)
     with step("silver.transactions"):
         released_txns = _transactions_step(spark, channel, batch, new).persist()
-        _late_records_step(spark, channel, batch, new)
+        txns = spark.table(_t(channel, "transactions").replace("`", ""))
+        append(late_errors(new, txns, batch), _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
     ledger = spark.table(_t(channel, "ledger").replace("`", ""))
     released = released_records(ledger, released_txns)
     clients = build_clients(channel)
@@ -452,56 +545,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     try:
         with step("silver.dictionary"):
             dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
-        with step("silver.rule_outcomes"):
-            append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
-        accepted = classified.where("_bucket = 'accepted'")
-        errors = [
-            classified.where("_bucket = 'rule_error'").select(
-                F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
-                F.col("_rule_error").alias("error"), F.col("raw").alias("failing_record"),
-            )
-        ]
-        registry = load_targets(spark, channel)
-        targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry)
-        for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
-            cname = change_table_name(src, owner, name)
-            qualified = create_change_table(spark, channel, cname, tdef)
-            rows = accepted.where(_any_group(groups))
-            with step("silver.change_table"):
-                append(type_changes(rows, tdef, batch), qualified, f"silver.{cname}", batch)
-            target_row = table_def_to_row(tdef)
-            target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
-                              change_table=cname, silver_batch=batch)
-            result.tables.append(cname)
-            result.targets.append(target_row)
-        if result.targets:
-            append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
-        for groups, message in group_errors:
-            errors.append(
-                accepted.where(_any_group(groups)).select(
-                    F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
-                    F.lit(message).alias("error"), F.col("raw").alias("failing_record"),
-                )
-            )
-        append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
-        outcomes = (
-            classified.where("_bucket NOT IN ('accepted', 'rule_error')")
-            .groupBy("source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
-            .count()
-            .select(
-                F.lit(batch).cast("bigint").alias("batch"),
-                F.lit("silver").alias("stage"),
-                "source_database",
-                "transaction_id",
-                F.col("object_owner").alias("owner"),
-                F.col("object_name").alias("table_name"),
-                F.col("_bucket").alias("bucket"),
-                F.col("_reason").alias("reason"),
-                F.col("count").alias("records"),
-            )
-        )
-        with step("silver.outcomes"):
-            append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+        derive(spark, channel, batch, classified, clients, dictionary, result)
     finally:
         classified.unpersist()
         released_txns.unpersist()
