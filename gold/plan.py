@@ -26,14 +26,20 @@ from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import target_model_name
-from silver.dictionary import TableDef
+from silver.dictionary import TableDef, parse_create_table
 from silver.run import load_targets, refuse_during_rebuild
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
 INSTANTIATION_DDL = (
-    "source_database STRING, owner STRING, table_name STRING, instantiation_scn BIGINT, origin STRING"
+    "source_database STRING, owner STRING, table_name STRING, instantiation_scn BIGINT, origin STRING, "
+    "ignore_scn BIGINT"
 )
+LEVEL_ORIGIN = {
+    "TABLE": "set_table_instantiation_scn",
+    "SCHEMA": "set_schema_instantiation_scn",
+    "GLOBAL": "set_global_instantiation_scn",
+}
 ERROR_QUEUE_DDL = (
     "plan_id BIGINT, source_database STRING, transaction_id STRING, commit_scn BIGINT, error STRING, "
     "failing_record STRING, records ARRAY<STRING>, record_count BIGINT"
@@ -77,6 +83,22 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
 
 
+INSTANTIATED_OBJECTS_VIEW = "apply_instantiated_objects"
+
+
+def create_instantiated_objects_view(spark: SparkSession, channel: Channel) -> None:
+    """``<schema>_gold.apply_instantiated_objects``, in the spirit of DBA_APPLY_INSTANTIATED_OBJECTS:
+    the instantiation and ignore SCN in force per source table, and what set it."""
+    st = channel.storage
+    # Constant text; the two names are quoted by Storage.table from checked identifiers.
+    spark.sql(
+        f"CREATE OR REPLACE VIEW {st.table('gold', INSTANTIATED_OBJECTS_VIEW)} AS "
+        "SELECT source_database, owner AS source_object_owner, table_name AS source_object_name, "
+        "'TABLE' AS source_object_type, instantiation_scn, ignore_scn, origin AS set_by "
+        f"FROM {st.table('silver', 'instantiation')}"
+    )
+
+
 def _runs_state(spark: SparkSession, channel: Channel) -> DataFrame:
     return (
         spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
@@ -114,17 +136,49 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | N
 
 
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
-    """Instantiation SCN per (source, table): set explicitly (channel/API), else implied by CREATE TABLE."""
+    """Instantiation SCN per (source, table): the most specific setting (table, then schema,
+    then global), else the SCN of the table's first CREATE TABLE record; never below the
+    table's ignore SCN. One row per known table: metadata, not change data."""
     st = channel.storage
     implied = (
         spark.table(st.table("silver", "dictionary").replace("`", ""))
         .groupBy("source_database", "owner", "table_name")
-        .agg(F.min("revision_scn").alias("instantiation_scn"))
-        .withColumn("origin", F.lit("CREATE TABLE record"))
+        .agg(F.min("revision_scn").alias("_implied"))
     )
-    explicit_rows = [(i.source_database, i.owner, i.table, i.scn, "set_table_instantiation_scn") for i in channel.instantiation]
-    explicit = spark.createDataFrame(explicit_rows, INSTANTIATION_DDL)
-    return explicit.unionByName(implied.join(explicit, ["source_database", "owner", "table_name"], "left_anti"))
+    keys = ["source_database", "owner", "table_name"]
+    tables = [i for i in channel.instantiation if i.level == "TABLE"]
+    policy = channel.types.number_without_precision
+    declared = [(t.source_database, d.owner, d.name)
+                for t in channel.tables for d in [parse_create_table(t.ddl, policy)]]
+    objects = implied.select(*keys).unionByName(
+        spark.createDataFrame([(i.source_database, i.owner, i.table) for i in tables] + declared,
+                              "source_database STRING, owner STRING, table_name STRING")
+    ).distinct()
+    by_table = spark.createDataFrame([(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
+                                     "source_database STRING, owner STRING, table_name STRING, _t BIGINT, ignore_scn BIGINT")
+    by_schema = spark.createDataFrame(
+        [(i.source_database, i.owner, i.scn) for i in channel.instantiation if i.level == "SCHEMA"],
+        "source_database STRING, owner STRING, _s BIGINT")
+    by_source = spark.createDataFrame(
+        [(i.source_database, i.scn) for i in channel.instantiation if i.level == "GLOBAL"],
+        "source_database STRING, _g BIGINT")
+    chosen = F.coalesce("_t", "_s", "_g", "_implied")
+    return (
+        objects.join(by_table, keys, "left").join(by_schema, ["source_database", "owner"], "left")
+        .join(by_source, "source_database", "left").join(implied, keys, "left")
+        .select(
+            *keys,
+            # greatest() skips NULLs: the ignore SCN is a floor (a set SCN below it was refused).
+            F.greatest(chosen, F.col("ignore_scn")).alias("instantiation_scn"),
+            F.when(F.col("_t").isNotNull(), LEVEL_ORIGIN["TABLE"])
+            .when(F.col("_s").isNotNull(), LEVEL_ORIGIN["SCHEMA"])
+            .when(F.col("_g").isNotNull(), LEVEL_ORIGIN["GLOBAL"])
+            .when(F.col("_implied") >= F.coalesce("ignore_scn", F.lit(-1)), "CREATE TABLE record")
+            .when(F.col("ignore_scn").isNotNull(), "ignore SCN").alias("origin"),
+            "ignore_scn",
+        )
+        .where("instantiation_scn IS NOT NULL")
+    )
 
 
 def _key_struct(image: str, keys: tuple[str, ...]) -> Column:
@@ -314,6 +368,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     plan = Plan(plan_id, lo, hi)
     inst = effective_instantiation(spark, channel)
     overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
+    create_instantiated_objects_view(spark, channel)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}

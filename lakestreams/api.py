@@ -28,7 +28,9 @@ from lakestreams.config import (
     channel_from_dict,
     check_global_name,
     check_identifier,
+    check_instantiation,
     check_rules,
+    check_scn,
     load_channel,
     split_table_name,
 )
@@ -240,20 +242,40 @@ class Streams:
         self._transform(TransformSpec(rule_name.upper(), "custom", function=check_identifier(function_name, "function_name"),
                                       step_number=step_number), streams_type, streams_name)
 
+    def _instantiate(self, src: str, owner: str | None, table: str | None, **values: int | None) -> None:
+        current = next((i for i in self.channel.instantiation if (i.source_database, i.owner, i.table) == (src, owner, table)),
+                       InstantiationSpec(src, owner, table, None))
+        updated = dataclasses.replace(current, **values)
+        kept = [i for i in self.channel.instantiation if i is not current]
+        self.channel = self.channel.replace(instantiation=check_instantiation([*kept, updated]))
+
     def set_table_instantiation_scn(
         self, source_object_name: str, source_database_name: str, instantiation_scn: int
     ) -> None:
         """Apply changes to the table from this source only when committed above the SCN."""
         owner, table = split_table_name(source_object_name, "source_object_name")
         src = check_global_name(source_database_name, "source_database_name")
-        if not isinstance(instantiation_scn, int) or isinstance(instantiation_scn, bool) or instantiation_scn < 0:
-            raise ConfigError(f"instantiation_scn: {instantiation_scn!r} is not a non-negative integer SCN")
-        kept = tuple(
-            i for i in self.channel.instantiation if (i.source_database, i.owner, i.table) != (src, owner, table)
-        )
-        self.channel = self.channel.replace(
-            instantiation=(*kept, InstantiationSpec(src, owner, table, instantiation_scn))
-        )
+        self._instantiate(src, owner, table, scn=check_scn(instantiation_scn, "instantiation_scn"))
+
+    def set_schema_instantiation_scn(
+        self, source_schema_name: str, source_database_name: str, instantiation_scn: int
+    ) -> None:
+        """The instantiation SCN of every table of the schema without one of its own."""
+        owner = check_identifier(source_schema_name, "source_schema_name").upper()
+        src = check_global_name(source_database_name, "source_database_name")
+        self._instantiate(src, owner, None, scn=check_scn(instantiation_scn, "instantiation_scn"))
+
+    def set_global_instantiation_scn(self, source_database_name: str, instantiation_scn: int) -> None:
+        """The instantiation SCN of every table of the source without a table or schema one."""
+        src = check_global_name(source_database_name, "source_database_name")
+        self._instantiate(src, None, None, scn=check_scn(instantiation_scn, "instantiation_scn"))
+
+    def set_ignore_scn(self, source_object_name: str, source_database_name: str, ignore_scn: int) -> None:
+        """Record a table's ignore SCN (what an export/import records): no instantiation SCN
+        of the table may be set below it, and its changes at or below it are never applied."""
+        owner, table = split_table_name(source_object_name, "source_object_name")
+        src = check_global_name(source_database_name, "source_database_name")
+        self._instantiate(src, owner, table, ignore_scn=check_scn(ignore_scn, "ignore_scn"))
 
     def rules(self) -> list[dict[str, str]]:
         """Every rule with its client, rule set and Oracle condition (like DBA_STREAMS_RULES)."""

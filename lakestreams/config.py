@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,10 +197,57 @@ class ClientSpec:
 
 @dataclass(frozen=True)
 class InstantiationSpec:
+    """An instantiation SCN for a table, a schema (``table`` None) or a whole source
+    database (``owner`` and ``table`` None), and for a table optionally its ignore SCN:
+    the floor below which its changes cannot be applied (set by an export/import)."""
+
     source_database: str
-    owner: str
-    table: str
-    scn: int
+    owner: str | None
+    table: str | None
+    scn: int | None
+    ignore_scn: int | None = None
+
+    @property
+    def level(self) -> str:
+        return "GLOBAL" if self.owner is None else "SCHEMA" if self.table is None else "TABLE"
+
+    @property
+    def key(self) -> tuple[str, str, str | None, str | None]:
+        return (self.source_database, self.level, self.owner, self.table)
+
+    def describe(self) -> str:
+        what = {"GLOBAL": "every table", "SCHEMA": f"schema {self.owner}", "TABLE": f"{self.owner}.{self.table}"}
+        return f"{what[self.level]} from {self.source_database}"
+
+
+def check_scn(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{where}: {value!r} is not a non-negative integer SCN")
+    return value
+
+
+def check_instantiation(specs: Sequence[InstantiationSpec]) -> tuple[InstantiationSpec, ...]:
+    """One setting per object and level; no table's instantiation SCN, from whichever level
+    is most specific, below its ignore SCN (those changes cannot be applied)."""
+    seen: dict = {}
+    for s in specs:
+        if s.key in seen:
+            raise ConfigError(f"instantiation: {s.describe()} is given an instantiation SCN twice")
+        seen[s.key] = s
+    for s in specs:
+        if s.ignore_scn is None:
+            continue
+        for level, owner, table in (("TABLE", s.owner, s.table), ("SCHEMA", s.owner, None), ("GLOBAL", None, None)):
+            chosen = seen.get((s.source_database, level, owner, table))
+            if chosen is not None and chosen.scn is not None:
+                if chosen.scn < s.ignore_scn:
+                    raise ConfigError(
+                        f"instantiation: the instantiation SCN {chosen.scn} of {chosen.describe()} is below the "
+                        f"ignore SCN {s.ignore_scn} of {s.owner}.{s.table}: changes below the ignore SCN cannot be "
+                        "applied (set the instantiation SCN at or above it)"
+                    )
+                break
+    return tuple(specs)
 
 
 @dataclass(frozen=True)
@@ -462,15 +510,30 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         raise ConfigError("instantiation: expected a list")
     for i, item in enumerate(d["instantiation"]):
         where = f"instantiation[{i}]"
-        it = _take(item, where, {"table": _REQUIRED, "source_database": _REQUIRED, "scn": _REQUIRED})
-        owner, table = split_table_name(it["table"], f"{where}.table")
-        scn = it["scn"]
-        if not isinstance(scn, int) or isinstance(scn, bool) or scn < 0:
-            raise ConfigError(f"{where}.scn: {scn!r} is not a non-negative integer SCN")
-        spec = InstantiationSpec(check_global_name(it["source_database"], f"{where}.source_database"), owner, table, scn)
-        if any((i.source_database, i.owner, i.table) == (spec.source_database, owner, table) for i in inst):
-            raise ConfigError(f"{where}: {owner}.{table} from {spec.source_database} is given an instantiation SCN twice")
+        it = _take(item, where, {"table": None, "schema": None, "global": False, "source_database": _REQUIRED,
+                                 "scn": None, "ignore_scn": None})
+        levels = [k for k in ("table", "schema", "global") if it[k] not in (None, False)]
+        if len(levels) != 1:
+            raise ConfigError(f"{where}: give exactly one of table, schema or global: true")
+        src = check_global_name(it["source_database"], f"{where}.source_database")
+        owner = table = None
+        if levels[0] == "table":
+            owner, table = split_table_name(it["table"], f"{where}.table")
+        elif levels[0] == "schema":
+            owner = check_identifier(it["schema"], f"{where}.schema").upper()
+        elif it["global"] is not True:
+            raise ConfigError(f"{where}.global: expected true, got {it['global']!r}")
+        scn = None if it["scn"] is None else check_scn(it["scn"], f"{where}.scn")
+        ignore = None if it["ignore_scn"] is None else check_scn(it["ignore_scn"], f"{where}.ignore_scn")
+        if ignore is not None and levels[0] != "table":
+            raise ConfigError(f"{where}.ignore_scn: an ignore SCN belongs to a table, not a {levels[0]}")
+        if scn is None and ignore is None:
+            raise ConfigError(f"{where}: give scn (and, for a table, optionally ignore_scn)")
+        spec = InstantiationSpec(src, owner, table, scn, ignore)
+        if any(i.key == spec.key for i in inst):
+            raise ConfigError(f"{where}: {spec.describe()} is given an instantiation SCN twice")
         inst.append(spec)
+    check_instantiation(inst)
     t = _take(d["types"], "types", {"number_without_precision": "decimal"})
     types = TypePolicy(
         number_without_precision=_choice(

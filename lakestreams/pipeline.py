@@ -93,7 +93,7 @@ def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary
     }
     out = []
     for t in sorted(spark.catalog.listTables(st.schema_name("gold")), key=lambda t: t.name):
-        if t.name in ("apply_progress", "error_queue"):
+        if t.name in ("apply_progress", "error_queue") or t.tableType == "VIEW":
             continue
         rows = spark.table(st.table("gold", t.name).replace("`", "")).count()
         applied = sorted((src, scn) for (tgt, src), scn in latest.items() if tgt == t.name)

@@ -56,5 +56,7 @@ def table_versions(spark, channel: Channel) -> dict[str, int]:
     for layer in ("bronze", "silver", "gold"):
         schema = channel.storage.schema_name(layer)
         for t in spark.catalog.listTables(schema):
+            if t.tableType == "VIEW":
+                continue
             out[f"{schema}.{t.name}"] = spark.sql(f"DESCRIBE HISTORY `{schema}`.`{t.name}` LIMIT 1").first()["version"]
     return out
