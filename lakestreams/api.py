@@ -23,12 +23,14 @@ from lakestreams.config import (
     Channel,
     ClientSpec,
     InstantiationSpec,
+    KeySpec,
     RuleSpec,
     TransformSpec,
     channel_from_dict,
     check_global_name,
     check_identifier,
     check_instantiation,
+    check_key_columns,
     check_rules,
     check_scn,
     load_channel,
@@ -276,6 +278,16 @@ class Streams:
         owner, table = split_table_name(source_object_name, "source_object_name")
         src = check_global_name(source_database_name, "source_database_name")
         self._instantiate(src, owner, table, ignore_scn=check_scn(ignore_scn, "ignore_scn"))
+
+    def set_key_columns(self, object_name: str, column_list: str | list[str] | None) -> None:
+        """Rows of the target table are found by these columns instead of its primary key
+        (NULLs allowed, matched null-safe); ``None`` removes the substitute key. A target
+        that already holds rows takes a new key through ``lakestreams rebuild``."""
+        owner, table = split_table_name(object_name, "object_name")
+        kept = tuple(k for k in self.channel.keys if (k.owner, k.table) != (owner, table))
+        if column_list is not None:
+            kept = (*kept, KeySpec(owner, table, check_key_columns(column_list, "column_list")))
+        self.channel = self.channel.replace(keys=kept)
 
     def rules(self) -> list[dict[str, str]]:
         """Every rule with its client, rule set and Oracle condition (like DBA_STREAMS_RULES)."""

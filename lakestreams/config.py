@@ -259,6 +259,27 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class KeySpec:
+    """A substitute key of a target table (SET_KEY_COLUMNS): used instead of the primary
+    key to find rows; its columns may hold NULLs, so rows are matched null-safe."""
+
+    owner: str
+    table: str
+    columns: tuple[str, ...]
+
+
+def check_key_columns(value: Any, where: str) -> tuple[str, ...]:
+    """``['a', 'b']`` or ``'a, b'`` → ``('A', 'B')``: identifiers, at least one, no repeats."""
+    items = [p.strip() for p in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ConfigError(f"{where}: expected a list of column names (or one comma-separated string)")
+    cols = tuple(check_identifier(c, where).upper() for c in items)
+    if len(set(cols)) != len(cols):
+        raise ConfigError(f"{where}: a column appears twice in {', '.join(cols)}")
+    return cols
+
+
+@dataclass(frozen=True)
 class TypePolicy:
     """How Oracle types without a stated precision map to Spark."""
 
@@ -274,6 +295,7 @@ class Channel:
     landing: tuple[Landing, ...]
     clients: tuple[ClientSpec, ...] = ()
     instantiation: tuple[InstantiationSpec, ...] = ()
+    keys: tuple[KeySpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
     transformation_modules: tuple[str, ...] = ()
@@ -468,6 +490,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "instantiation": [],
             "types": {},
             "tables": [],
+            "keys": [],
             "transformation_modules": [],
         },
     )
@@ -555,6 +578,16 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         except ReplicationError as e:
             raise ConfigError(f"{where}.ddl: {e}") from e
         tables.append(TableSpec(check_global_name(td["source_database"], f"{where}.source_database"), td["ddl"]))
+    if not isinstance(d["keys"], list):
+        raise ConfigError("keys: expected a list")
+    keys: list[KeySpec] = []
+    for i, item in enumerate(d["keys"]):
+        where = f"keys[{i}]"
+        kd = _take(item, where, {"table": _REQUIRED, "columns": _REQUIRED})
+        owner, table = split_table_name(kd["table"], f"{where}.table")
+        if any((k.owner, k.table) == (owner, table) for k in keys):
+            raise ConfigError(f"{where}: {owner}.{table} is given a substitute key twice")
+        keys.append(KeySpec(owner, table, check_key_columns(kd["columns"], f"{where}.columns")))
     modules = d["transformation_modules"]
     if not isinstance(modules, list) or not all(
         isinstance(m, str) and all(IDENTIFIER.fullmatch(p) for p in m.split(".")) for m in modules
@@ -568,6 +601,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         landing=tuple(landings),
         clients=clients,
         instantiation=tuple(inst),
+        keys=tuple(keys),
         types=types,
         source_path=source_path,
     )

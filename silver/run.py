@@ -397,6 +397,7 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
     not a plain name, when its change table or gold table would be shared with another
     target or source table, or when its structure differs from what that table holds."""
     by_type = {c.streams_type: c for c in clients}
+    substitute_keys = {(k.owner, k.table): k.columns for k in channel.keys}
     policy = channel.types.number_without_precision
     known_tables = {cname: (src, sowner, sname, tdef) for src, sowner, sname, tdef, cname in registry}
     known_models = {target_model_name(t.owner, t.name): ((t.owner, t.name), t) for _, _, _, t, _ in registry}
@@ -422,6 +423,16 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
                 if c is not None and rule is not None:
                     tdef = transform_table_def(tdef, [x for x in c.transformations if x.rule == rule], policy)
             tdef = dataclasses.replace(tdef, owner=owner, name=name)
+            substitute = substitute_keys.get((owner, name))
+            if substitute is not None:
+                names = [c.name for c in tdef.columns]
+                missing = [c for c in substitute if c not in names]
+                if missing:
+                    raise ReplicationError(
+                        f"the substitute key of {owner}.{name} names {', '.join(missing)}, which it does not have "
+                        f"(columns: {', '.join(names)})"
+                    )
+                tdef = dataclasses.replace(tdef, key_columns=substitute, key_kind="SUBSTITUTE KEY")
         except ReplicationError as e:
             errors.append(([g], str(e)))
             continue

@@ -107,3 +107,24 @@ def test_api_refuses_what_oracle_refuses(tmp_path):
     with pytest.raises(ConfigError, match="not in the positive rule set"):
         s.rename_table("NO_SUCH_RULE", "hr.a", "hr.b")
     assert s.rules() == []  # nothing half-added
+
+
+def test_set_key_columns_matches_the_channel_file_and_refuses_bad_lists(tmp_path):
+    s = new_streams(tmp_path)
+    s.set_key_columns("hr.regions", "region_name, zone")
+    s.set_key_columns("hr.jobs", ["title"])
+    filed = new_streams(tmp_path, keys=[{"table": "hr.regions", "columns": ["region_name", "zone"]},
+                                        {"table": "hr.jobs", "columns": "title"}])
+    assert s.channel.keys == filed.channel.keys
+    assert [(k.owner, k.table, k.columns) for k in s.channel.keys] == [
+        ("HR", "REGIONS", ("REGION_NAME", "ZONE")), ("HR", "JOBS", ("TITLE",))]
+    s.set_key_columns("hr.jobs", None)  # NULL removes the substitute key
+    assert [k.table for k in s.channel.keys] == ["REGIONS"]
+    with pytest.raises(ConfigError, match="column_list: a column appears twice in ZONE, ZONE"):
+        s.set_key_columns("hr.regions", "zone, ZONE")
+    with pytest.raises(ConfigError, match="column_list: 'zone;' is not a valid identifier"):
+        s.set_key_columns("hr.regions", ["zone;"])
+    with pytest.raises(ConfigError, match="keys\\[1\\]: HR.JOBS is given a substitute key twice"):
+        new_streams(tmp_path, keys=[{"table": "hr.jobs", "columns": ["title"]}, {"table": "HR.JOBS", "columns": ["x"]}])
+    with pytest.raises(ConfigError, match="keys\\[0\\].columns: expected a list of column names"):
+        new_streams(tmp_path, keys=[{"table": "hr.jobs", "columns": []}])
