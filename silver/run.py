@@ -442,8 +442,9 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
         if held is not None and held[:3] != (src, sowner, sname):
             problem = f"change table {cname} already holds {held[1]}.{held[2]} from {held[0]}"
         elif held is not None and held[3] != tdef:
-            problem = (f"{owner}.{name} from {src} now has another structure than its change table {cname} "
-                       "(structure changes wait for DDL evolution)")
+            problem = (f"{owner}.{name} from {src} now has another structure (columns or key) than its change table "
+                       f"{cname}: a changed rule or key takes effect through `lakestreams rebuild {owner}.{name}`; "
+                       "source DDL waits for DDL evolution")
         elif model in known_models and known_models[model][0] != (owner, name):
             problem = f"gold table {model} already replicates {'.'.join(known_models[model][0])}"
         elif model in known_models and known_models[model][1] != tdef:
