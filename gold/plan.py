@@ -26,8 +26,8 @@ from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import target_model_name
-from silver.dictionary import TableDef, parse_create_table
-from silver.run import load_targets, refuse_during_rebuild
+from silver.dictionary import TableDef
+from silver.run import declared_tables, load_targets, refuse_during_rebuild
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
@@ -147,12 +147,10 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     )
     keys = ["source_database", "owner", "table_name"]
     tables = [i for i in channel.instantiation if i.level == "TABLE"]
-    policy = channel.types.number_without_precision
-    declared = [(t.source_database, d.owner, d.name)
-                for t in channel.tables for d in [parse_create_table(t.ddl, policy)]]
+    # Every table with a CREATE TABLE record, declared in the channel file or named by a setting.
+    named = list(declared_tables(channel)) + [(i.source_database, i.owner, i.table) for i in tables]
     objects = implied.select(*keys).unionByName(
-        spark.createDataFrame([(i.source_database, i.owner, i.table) for i in tables] + declared,
-                              "source_database STRING, owner STRING, table_name STRING")
+        spark.createDataFrame(named, "source_database STRING, owner STRING, table_name STRING")
     ).distinct()
     by_table = spark.createDataFrame([(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
                                      "source_database STRING, owner STRING, table_name STRING, _t BIGINT, ignore_scn BIGINT")
@@ -439,7 +437,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         if new.limit(1).count() == 0:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
-        # One row per target touched by a newly failed transaction.
+        # Targets touched by a newly failed transaction; only their names reach the driver
+        # (one row per target: metadata).
         touched = reduce(DataFrame.unionByName, [
             changes.select(F.lit(model).alias("_model"), "_source_database", "_transaction_id")
             for _o, _n, _t, model, changes, _s in targets

@@ -226,13 +226,17 @@ def check_scn(value: Any, where: str) -> int:
     return value
 
 
-def check_instantiation(specs: Sequence[InstantiationSpec]) -> tuple[InstantiationSpec, ...]:
+def check_instantiation(
+    specs: Sequence[InstantiationSpec], wheres: Sequence[str] | None = None
+) -> tuple[InstantiationSpec, ...]:
     """One setting per object and level; no table's instantiation SCN, from whichever level
-    is most specific, below its ignore SCN (those changes cannot be applied)."""
+    is most specific, below its ignore SCN (those changes cannot be applied). ``wheres``
+    names each setting's place in the channel file, for the error."""
     seen: dict = {}
-    for s in specs:
+    for n, s in enumerate(specs):
         if s.key in seen:
-            raise ConfigError(f"instantiation: {s.describe()} is given an instantiation SCN twice")
+            where = wheres[n] if wheres else "instantiation"
+            raise ConfigError(f"{where}: {s.describe()} is given an instantiation SCN twice")
         seen[s.key] = s
     for s in specs:
         if s.ignore_scn is None:
@@ -552,11 +556,8 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             raise ConfigError(f"{where}.ignore_scn: an ignore SCN belongs to a table, not a {levels[0]}")
         if scn is None and ignore is None:
             raise ConfigError(f"{where}: give scn (and, for a table, optionally ignore_scn)")
-        spec = InstantiationSpec(src, owner, table, scn, ignore)
-        if any(i.key == spec.key for i in inst):
-            raise ConfigError(f"{where}: {spec.describe()} is given an instantiation SCN twice")
-        inst.append(spec)
-    check_instantiation(inst)
+        inst.append(InstantiationSpec(src, owner, table, scn, ignore))
+    check_instantiation(inst, [f"instantiation[{i}]" for i in range(len(inst))])
     t = _take(d["types"], "types", {"number_without_precision": "decimal"})
     types = TypePolicy(
         number_without_precision=_choice(

@@ -58,6 +58,7 @@ from silver.run import (
     released_records,
     unfinished_rebuild,
 )
+from silver.simulate import released_history
 
 Obj = tuple[str, str, str]  # (source database, owner, table)
 SCOPE_DDL = "source_database STRING, owner STRING, table_name STRING"
@@ -129,14 +130,13 @@ def find_scope(spark: SparkSession, channel: Channel, owner: str, table: str, so
                     F.col("b.owner").alias("o2"), F.col("b.table_name").alias("t2"))
             .distinct().collect()
         )
+        # One row per source table: metadata.
         objects = [tuple(r) for r in records.select("source_database", "owner", "table_name").distinct().collect()]
     finally:
         records.unpersist()
-    ledger = spark.table(_t(channel, "silver", "ledger"))
-    history = released_records(ledger, spark.table(_t(channel, "silver", "transactions")))
-    # One row per source object and target it is routed to under the current rules.
+    # One row per source object and target it is routed to under the current rules: metadata.
     routed = [
-        tuple(r) for r in classify(history, build_clients(channel)).where("_bucket = 'accepted'")
+        tuple(r) for r in classify(released_history(spark, channel), build_clients(channel)).where("_bucket = 'accepted'")
         .select("source_database", "_source_owner", "_source_name", "object_owner", "object_name")
         .distinct().collect()
     ]
@@ -166,10 +166,11 @@ def find_scope(spark: SparkSession, channel: Channel, owner: str, table: str, so
     roots = {uf.find(s) for s in seeds}
     members = [n for n in uf.parent if uf.find(n) in roots]
     tables = sorted(n[1] for n in members if n[0] == "table")
+    in_scope = set(tables)
     return Scope(
         tables=tables,
         models=sorted(n[1] for n in members if n[0] == "model"),
-        change_tables=sorted({cname for src, so, sn, _, cname in registry if (src, so, sn) in set(tables)}),
+        change_tables=sorted({cname for src, so, sn, _, cname in registry if (src, so, sn) in in_scope}),
     )
 
 
@@ -184,8 +185,6 @@ def _scope_transactions(spark: SparkSession, channel: Channel, tables: list[Obj]
 def _delete_matching(spark: SparkSession, table: str, keys: DataFrame, on: dict[str, str], also: Column | None = None) -> None:
     """Delete the rows of ``table`` whose columns (``on``: table column → key column) match a
     row of ``keys``, through a delete-only MERGE (the keys are a DataFrame, never SQL text)."""
-    if keys.limit(1).count() == 0:
-        return
     cond = None
     for tcol, kcol in on.items():
         c = F.col(f"t.{tcol}").eqNullSafe(F.col(f"k.{kcol}"))
@@ -226,9 +225,10 @@ def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> N
     _delete_matching(spark, _t(channel, "silver", "rule_outcomes"), tables,
                      {"source_database": "source_database", "owner": "owner", "table_name": "table_name"},
                      F.col("t.batch") < batch)
-    _delete_matching(spark, _t(channel, "silver", "outcomes"), txns, by_txn, F.col("t.batch") < batch)
-    _delete_matching(spark, _t(channel, "silver", "txn_errors"), txns, by_txn, before)
-    _delete_matching(spark, _t(channel, "gold", "error_queue"), txns, by_txn, F.col("t.plan_id") < batch)
+    if txns.limit(1).count() > 0:  # a MERGE with no keys would still commit a version
+        _delete_matching(spark, _t(channel, "silver", "outcomes"), txns, by_txn, F.col("t.batch") < batch)
+        _delete_matching(spark, _t(channel, "silver", "txn_errors"), txns, by_txn, before)
+        _delete_matching(spark, _t(channel, "gold", "error_queue"), txns, by_txn, F.col("t.plan_id") < batch)
     if scope.models:
         DeltaTable.forName(spark, _t(channel, "gold", "apply_progress")).delete(F.col("target").isin(scope.models))
 
@@ -265,6 +265,7 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
     create_gold_tables(spark, channel)
     rebuilds = channel.storage.table("silver", "rebuilds")
     pending = unfinished_rebuild(spark, channel)
+    unfinished, last_batch, last_to = batch_state(spark, channel)
     if pending is not None and pending["request"] != name:
         raise ReplicationError(
             f"rebuild of {name} waits: the rebuild of {pending['request']} (silver batch {pending['batch']}) "
@@ -275,7 +276,6 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
         scope = Scope([tuple(t) for t in pending["tables"]], list(pending["models"]), list(pending["change_tables"]))
         resumed = True
     else:
-        unfinished, last_batch, _ = batch_state(spark, channel)
         if unfinished is not None:
             raise ReplicationError(
                 f"rebuild of {name} waits: silver batch {unfinished[0]} did not finish; run `lakestreams silver` first"
@@ -291,6 +291,7 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
         row = (batch, name, "scope", [list(t) for t in scope.tables], scope.models, scope.change_tables)
         log_state(spark, rebuilds, row, REBUILD_ROW, "silver.rebuilds.scope", batch)
         resumed = False
+    # The few log rows of this rebuild (scope, cleared, done): metadata.
     states = {r["state"] for r in spark.table(rebuilds.replace("`", "")).where(F.col("batch") == batch).collect()}
     if "cleared" not in states:
         with step("rebuild.clear"):
@@ -299,7 +300,6 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
                   batch)
     with step("rebuild.silver"):
         silver = _rederive(spark, channel, batch, scope)
-    _, _, last_to = batch_state(spark, channel)
     log_state(spark, channel.storage.table("silver", "runs"), (batch, last_to + 1, last_to, "done"), RUN_ROW,
               "silver.runs.done", batch)
     log_state(spark, rebuilds, (batch, name, "done", None, None, None), REBUILD_ROW, "silver.rebuilds.done", batch)

@@ -295,6 +295,14 @@ def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, st
     )
     out = {(r["source_database"], r["owner"], r["table_name"]): table_def_from_row(r) for r in latest}
     # Tables defined in the channel file serve until a CREATE TABLE record says otherwise.
+    for key, t in declared_tables(channel).items():
+        out.setdefault(key, t)
+    return out
+
+
+def declared_tables(channel: Channel) -> dict[tuple[str, str, str], TableDef]:
+    """The tables the channel file defines, keyed by (source_database, owner, table)."""
+    out = {}
     for spec in channel.tables:
         t = parse_create_table(spec.ddl, channel.types.number_without_precision)
         out.setdefault((spec.source_database, t.owner, t.name), t)
