@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
@@ -44,6 +45,12 @@ ERROR_QUEUE_DDL = (
     "plan_id BIGINT, source_database STRING, transaction_id STRING, commit_scn BIGINT, error STRING, "
     "failing_record STRING, records ARRAY<STRING>, record_count BIGINT"
 )
+CONFLICTS_DDL = (
+    "plan_id BIGINT, target STRING, source_database STRING, transaction_id STRING, commit_scn BIGINT, key STRING, "
+    "method STRING, columns STRING, resolution STRING"
+)
+#: Columns of a judged plan that the apply does not read.
+JUDGING_COLUMNS = ("_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_resolutions")
 PROGRESS_DDL = (
     "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, "
     "applied_commit_time TIMESTAMP, records BIGINT, applied_at TIMESTAMP"
@@ -81,6 +88,7 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'instantiation')} ({INSTANTIATION_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_conflicts')} ({CONFLICTS_DDL}) USING DELTA")
 
 
 INSTANTIATED_OBJECTS_VIEW = "apply_instantiated_objects"
@@ -96,6 +104,22 @@ def create_instantiated_objects_view(spark: SparkSession, channel: Channel) -> N
         "SELECT source_database, owner AS source_object_owner, table_name AS source_object_name, "
         "'TABLE' AS source_object_type, instantiation_scn, ignore_scn, origin AS set_by "
         f"FROM {st.table('silver', 'instantiation')}"
+    )
+
+
+ERROR_VIEW = "apply_error"
+
+
+def create_error_view(spark: SparkSession, channel: Channel) -> None:
+    """``<schema>_gold.apply_error``, in the spirit of DBA_APPLY_ERROR: one row per
+    transaction in the error queue, with its error and how many records it holds."""
+    st = channel.storage
+    # Constant text; the two names are quoted by Storage.table from checked identifiers.
+    spark.sql(
+        f"CREATE OR REPLACE VIEW {st.table('gold', ERROR_VIEW)} AS "
+        "SELECT source_database, transaction_id AS source_transaction_id, commit_scn AS source_commit_scn, "
+        "error AS error_message, failing_record, record_count AS message_count, plan_id AS error_plan_id "
+        f"FROM {st.table('gold', 'error_queue')}"
     )
 
 
@@ -284,7 +308,8 @@ def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
         "_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint")
     )
     return assign_roots(seq, table).select(
-        "_seq", "_root", "_gap", "_taken", "_claim_first", "_op", "_okey", "_nkey", "_new", "_new_present",
+        "_seq", "_root", "_gap", "_taken", "_claim_first", "_op", "_okey", "_nkey", "_old", "_old_present", "_new",
+        "_new_present",
         "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
     )
 
@@ -307,37 +332,29 @@ def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> D
     return inst.where(cond).select(F.col("source_database").alias("_source_database"), "instantiation_scn")
 
 
-def row_conflicts(
-    spark: SparkSession, plan_rows: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef
-) -> DataFrame:
-    """Transactions whose changes meet the wrong row state, judged in plan order:
+def row_conflicts(spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef) -> DataFrame:
+    """Transactions whose changes meet the wrong row state, judged in plan order on a
+    judged plan (``gold.conflicts.judge_values``):
 
     - an UPDATE/DELETE that finds no row (ORA-01403): the incarnation starts without an
       INSERT (above the instantiation SCN), and this plan already emptied the key or gold
       holds no row at it; every transaction of that incarnation fails;
     - an INSERT or key move onto a key a row already holds (ORA-00001).
     """
-    above = plan_rows.join(table_inst, "_source_database").where(F.col("_commit_scn") > F.col("instantiation_scn"))
-    first = (
-        above.withColumn("_n", F.row_number().over(Window.partitionBy("_root").orderBy("_seq")))
-        .where("_n = 1 AND _op <> 'I'")
-        .select("_root", "_gap", F.col("_op").alias("_first_op"), F.col("_okey").alias("_start"))
-    )
+    above = plan_rows.where("_above")
     taken = above.where(F.col("_taken"))
     name = gold_table.replace("`", "")
     if spark.catalog.tableExists(name):
-        # The first change on a key in this plan finds the row gold holds, if any.
+        # The plan's first claim of a key meets the row gold holds there, if any.
         keys = spark.table(name).select(F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
-        found = first.join(keys, first["_start"].eqNullSafe(keys["_gk"]), "left_semi").where(~F.col("_gap"))
-        first = first.join(found.select("_root"), "_root", "left_anti")
         claims = above.where(F.col("_claim_first") & ~F.col("_taken"))
         taken = taken.unionByName(claims.join(keys, claims["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
-    missing = above.join(first, "_root").select(
+    missing = plan_rows.where("_no_row").select(
         "_source_database",
         "_transaction_id",
         F.concat(
-            verb, F.lit(f" of {table.owner}.{table.name} finds no row with key "), F.to_json("_start"),
+            verb, F.lit(f" of {table.owner}.{table.name} finds no row with key "), F.to_json("_start_key"),
             F.lit(" (ORA-01403: no data found)"),
         ).alias("_error"),
         F.lit(None).cast("string").alias("failing_record"),
@@ -367,6 +384,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     inst = effective_instantiation(spark, channel)
     overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
     create_instantiated_objects_view(spark, channel)
+    create_error_view(spark, channel)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}
@@ -417,6 +435,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    the conflicts) of the others cannot change.
     plans: dict[str, DataFrame] = {}
     conflicts: dict[str, DataFrame] = {}
+    # Handlers and compared columns per target; a setting naming a column the target
+    # lacks stops the plan here, before any write.
+    policies = {t[3]: policy_for(channel, t[2]) for t in targets}
     dirty = {t[3] for t in targets}
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
@@ -424,9 +445,11 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             if model not in dirty:
                 continue
             ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
+            tinst, gold = _table_inst(inst, sources), st.table("gold", model)
             with step("plan.order"):
-                plans[model] = build_target_plan(ok, tdef).localCheckpoint()
-            conflicts[model] = row_conflicts(spark, plans[model], _table_inst(inst, sources), st.table("gold", model), tdef)
+                plans[model] = judge_values(spark, build_target_plan(ok, tdef), tinst, gold, tdef, policies[model])
+            conflicts[model] = row_conflicts(spark, plans[model], gold, tdef).unionByName(
+                value_conflicts(plans[model]))
         if not conflicts:
             break
         new = (
@@ -472,13 +495,18 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     )
     with step("plan.error_queue"):
         append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
-    # 3. Write each target's plan table; its dbt model applies it.
+    # 3. Write each target's plan table; its dbt model applies it. Resolved update
+    #    conflicts are logged with the method and what it decided.
     bad = failed.select("_source_database", "_transaction_id")
+    if targets:
+        resolved = reduce(DataFrame.unionByName, [resolutions(plans[t[3]], plan_id, t[3]) for t in targets])
+        with step("plan.conflicts"):
+            append(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
     outcome_parts = []
     for owner, name, tdef, model, changes, sources in targets:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
-            overwrite(plans[model], ptable, f"gold.plan.{model}", plan_id)
+            overwrite(plans[model].drop(*JUDGING_COLUMNS), ptable, f"gold.plan.{model}", plan_id)
             has_rows = plans[model].limit(1).count() > 0
         if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources))

@@ -27,12 +27,15 @@ from lakestreams.config import (
     RuleSpec,
     TransformSpec,
     channel_from_dict,
+    check_conflict_handlers,
     check_global_name,
     check_identifier,
     check_instantiation,
     check_key_columns,
     check_rules,
     check_scn,
+    compare_setting,
+    conflict_handler,
     load_channel,
     split_table_name,
 )
@@ -288,6 +291,67 @@ class Streams:
         if column_list is not None:
             kept = (*kept, KeySpec(owner, table, check_key_columns(column_list, "column_list")))
         self.channel = self.channel.replace(keys=kept)
+
+    def set_update_conflict_handler(
+        self, object_name: str, method_name: str | None, resolution_column: str | None,
+        column_list: str | list[str],
+    ) -> None:
+        """Resolve update conflicts in ``column_list`` of the target table with OVERWRITE,
+        DISCARD, MAXIMUM or MINIMUM (the last two compare ``resolution_column``). A handler
+        with the same resolution column is replaced; ``method_name=None`` removes it."""
+        owner, table = split_table_name(object_name, "object_name")
+        res = None if resolution_column is None else check_identifier(resolution_column, "resolution_column").upper()
+        kept = [h for h in self.channel.conflict_handlers
+                if not ((h.owner, h.table) == (owner, table) and (res is None or h.resolution_column == res))]
+        if method_name is not None:
+            kept.append(conflict_handler(
+                {"table": object_name, "method": method_name, "columns": column_list, "resolution_column": res},
+                "set_update_conflict_handler",
+            ))
+        self.channel = self.channel.replace(
+            conflict_handlers=check_conflict_handlers(kept, [f"update_conflict_handlers[{i}]" for i in range(len(kept))])
+        )
+
+    def compare_old_values(
+        self, object_name: str, column_list: str | list[str], operation: str = "UPDATE", compare: bool = True
+    ) -> None:
+        """Switch conflict detection on (``compare=True``) or off for non-key columns of the
+        target table (``'*'``: all of them) for UPDATE, DELETE or both (``'*'``)."""
+        spec = compare_setting(
+            {"table": object_name, "columns": column_list, "operation": operation, "compare": compare},
+            "compare_old_values",
+        )
+        self.channel = self.channel.replace(compare_old_values=(*self.channel.compare_old_values, spec))
+
+    def execute_error(self, spark: Any, transaction_id: str, source_database_name: str | None = None) -> Any:
+        """Re-execute one error transaction under the channel as it is now and apply it
+        (``lakestreams.rebuild.execute_errors``); it fails again into the queue if its
+        cause is still there."""
+        return self._execute(spark, transaction_id, source_database_name)
+
+    def execute_all_errors(self, spark: Any) -> Any:
+        """Re-execute every error transaction, in commit SCN order, and apply them."""
+        return self._execute(spark, None, None)
+
+    def _execute(self, spark: Any, transaction_id: str | None, source_database_name: str | None) -> Any:
+        from lakestreams.pipeline import run_gold
+        from lakestreams.rebuild import execute_errors
+
+        result = execute_errors(spark, self.channel, transaction_id, source_database_name)
+        run_gold(spark, self.channel)
+        return result
+
+    def delete_error(self, spark: Any, transaction_id: str, source_database_name: str | None = None) -> list:
+        """Remove one transaction from the error queue without applying it."""
+        from lakestreams.rebuild import delete_errors
+
+        return delete_errors(spark, self.channel, transaction_id, source_database_name)
+
+    def delete_all_errors(self, spark: Any) -> list:
+        """Remove every transaction from the error queue without applying them."""
+        from lakestreams.rebuild import delete_errors
+
+        return delete_errors(spark, self.channel)
 
     def rules(self) -> list[dict[str, str]]:
         """Every rule with its client, rule set and Oracle condition (like DBA_STREAMS_RULES)."""

@@ -120,6 +120,33 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return _print_summary(spark, ch)
 
 
+def cmd_errors(args: argparse.Namespace) -> int:
+    """List the error queue; re-execute or delete error transactions."""
+    from lakestreams.pipeline import run_gold
+    from lakestreams.rebuild import delete_errors, execute_errors, format_execute
+
+    ch = _channel(args)
+    action = args.action or "list"
+    if action != "list" and (args.all == (args.transaction is not None)):
+        print(f"lakestreams: errors {action}: give a transaction id or --all", file=sys.stderr)
+        return 2
+    spark = _session(ch)
+    if action == "execute":
+        print(format_execute(execute_errors(spark, ch, args.transaction, args.source_database)))
+        run_gold(spark, ch)
+        return _print_summary(spark, ch)
+    if action == "delete":
+        removed = delete_errors(spark, ch, args.transaction, args.source_database)
+        print(f"removed {len(removed)} transaction(s) from the error queue")
+        for src, txn in removed:
+            print(f"    {src}  {txn}")
+        return 0
+    from lakestreams.pipeline import format_error_queue
+
+    print(format_error_queue(spark, ch))
+    return 0
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -158,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     rb = add("rebuild", "re-derive a table's silver and gold from bronze under the current rules")
     rb.add_argument("table", help="OWNER.TABLE: a source table or a target (gold) table")
     rb.add_argument("--source-database", help="only this source database's table (and what it shares)")
+    er = add("errors", "the error queue: list it, re-execute or delete error transactions")
+    er.add_argument("action", nargs="?", choices=("list", "execute", "delete"), help="default: list")
+    er.add_argument("transaction", nargs="?", help="source transaction id (e.g. 2.6.1043)")
+    er.add_argument("--all", action="store_true", help="every transaction in the queue (commit SCN order)")
+    er.add_argument("--source-database", help="the transaction's source database, when its id is not unique")
     return parser
 
 
@@ -179,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_simulate(args)
         if args.command == "rebuild":
             return cmd_rebuild(args)
+        if args.command == "errors":
+            return cmd_errors(args)
     except ReplicationError as e:
         print(f"lakestreams: {e}", file=sys.stderr)
         return 2

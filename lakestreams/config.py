@@ -283,6 +283,83 @@ def check_key_columns(value: Any, where: str) -> tuple[str, ...]:
     return cols
 
 
+CONFLICT_METHODS = ("OVERWRITE", "DISCARD", "MAXIMUM", "MINIMUM")
+COMPARE_OPERATIONS = ("UPDATE", "DELETE", "*")
+
+
+@dataclass(frozen=True)
+class ConflictHandlerSpec:
+    """A prebuilt update conflict handler (SET_UPDATE_CONFLICT_HANDLER) of a target table:
+    when the old values of an UPDATE differ from the row in a column of ``columns``,
+    OVERWRITE applies the record's values of the list, DISCARD keeps the row's, MAXIMUM
+    (MINIMUM) applies them only if the record's value of ``resolution_column`` is greater
+    (smaller) than the row's."""
+
+    owner: str
+    table: str
+    method: str
+    resolution_column: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """COMPARE_OLD_VALUES: whether old values of non-key ``columns`` (``('*',)``: all of
+    them) are compared with the row for ``operation`` (UPDATE, DELETE or *). Later
+    settings win over earlier ones for the same column and operation."""
+
+    owner: str
+    table: str
+    columns: tuple[str, ...]
+    operation: str
+    compare: bool
+
+
+def check_conflict_handlers(handlers: Sequence[ConflictHandlerSpec], wheres: Sequence[str]) -> tuple[ConflictHandlerSpec, ...]:
+    """A column is in at most one column list of a table; each handler's resolution column
+    is in its list."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for h, where in zip(handlers, wheres, strict=True):
+        if h.method not in CONFLICT_METHODS:
+            raise ConfigError(f"{where}.method: {h.method!r} is not one of {', '.join(CONFLICT_METHODS)}")
+        if h.resolution_column not in h.columns:
+            raise ConfigError(
+                f"{where}.resolution_column: {h.resolution_column} is not in the column list ({', '.join(h.columns)})"
+            )
+        for c in h.columns:
+            other = seen.get((h.owner, h.table, c))
+            if other is not None:
+                raise ConfigError(
+                    f"{where}: column {c} of {h.owner}.{h.table} already has an update conflict handler ({other})"
+                )
+            seen[(h.owner, h.table, c)] = where
+    return tuple(handlers)
+
+
+def conflict_handler(data: dict[str, Any], where: str) -> ConflictHandlerSpec:
+    """One handler from ``{table, method, columns, resolution_column}`` (YAML or API)."""
+    d = _take(data, where, {"table": _REQUIRED, "method": _REQUIRED, "columns": _REQUIRED, "resolution_column": None})
+    owner, table = split_table_name(d["table"], f"{where}.table")
+    method = str(d["method"]).upper()
+    _choice(method, f"{where}.method", CONFLICT_METHODS)
+    columns = check_key_columns(d["columns"], f"{where}.columns")
+    res = d["resolution_column"]
+    if res is None and method in ("MAXIMUM", "MINIMUM"):
+        raise ConfigError(f"{where}.resolution_column: {method} compares a resolution column; name one of {', '.join(columns)}")
+    resolution = columns[0] if res is None else check_identifier(res, f"{where}.resolution_column").upper()
+    return ConflictHandlerSpec(owner, table, method, resolution, columns)
+
+
+def compare_setting(data: dict[str, Any], where: str) -> CompareSpec:
+    """One COMPARE_OLD_VALUES setting from ``{table, columns, operation, compare}``."""
+    d = _take(data, where, {"table": _REQUIRED, "columns": _REQUIRED, "operation": "UPDATE", "compare": False})
+    owner, table = split_table_name(d["table"], f"{where}.table")
+    cols = d["columns"]
+    columns = ("*",) if cols == "*" or cols == ["*"] else check_key_columns(cols, f"{where}.columns")
+    operation = _choice(str(d["operation"]).upper(), f"{where}.operation", COMPARE_OPERATIONS)
+    return CompareSpec(owner, table, columns, operation, _bool(d["compare"], f"{where}.compare"))
+
+
 @dataclass(frozen=True)
 class TypePolicy:
     """How Oracle types without a stated precision map to Spark."""
@@ -300,6 +377,8 @@ class Channel:
     clients: tuple[ClientSpec, ...] = ()
     instantiation: tuple[InstantiationSpec, ...] = ()
     keys: tuple[KeySpec, ...] = ()
+    conflict_handlers: tuple[ConflictHandlerSpec, ...] = ()
+    compare_old_values: tuple[CompareSpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
     transformation_modules: tuple[str, ...] = ()
@@ -495,6 +574,8 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "types": {},
             "tables": [],
             "keys": [],
+            "update_conflict_handlers": [],
+            "compare_old_values": [],
             "transformation_modules": [],
         },
     )
@@ -589,6 +670,15 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         if any((k.owner, k.table) == (owner, table) for k in keys):
             raise ConfigError(f"{where}: {owner}.{table} is given a substitute key twice")
         keys.append(KeySpec(owner, table, check_key_columns(kd["columns"], f"{where}.columns")))
+    for key in ("update_conflict_handlers", "compare_old_values"):
+        if not isinstance(d[key], list):
+            raise ConfigError(f"{key}: expected a list")
+    handler_wheres = [f"update_conflict_handlers[{i}]" for i in range(len(d["update_conflict_handlers"]))]
+    handlers = check_conflict_handlers(
+        [conflict_handler(h, w) for h, w in zip(d["update_conflict_handlers"], handler_wheres, strict=True)],
+        handler_wheres,
+    )
+    compares = tuple(compare_setting(c, f"compare_old_values[{i}]") for i, c in enumerate(d["compare_old_values"]))
     modules = d["transformation_modules"]
     if not isinstance(modules, list) or not all(
         isinstance(m, str) and all(IDENTIFIER.fullmatch(p) for p in m.split(".")) for m in modules
@@ -603,6 +693,8 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         clients=clients,
         instantiation=tuple(inst),
         keys=tuple(keys),
+        conflict_handlers=handlers,
+        compare_old_values=compares,
         types=types,
         source_path=source_path,
     )

@@ -141,6 +141,22 @@ def format_rule_report(rows: list[dict]) -> list[str]:
     return lines
 
 
+def format_error_queue(spark: SparkSession, channel: Channel) -> str:
+    """The error queue, oldest commit SCN first (one line per failed transaction: metadata)."""
+    name = channel.storage.table("gold", "error_queue").replace("`", "")
+    if not spark.catalog.tableExists(name):
+        return "the error queue is empty"
+    rows = spark.table(name).orderBy("commit_scn", "source_database", "transaction_id").collect()
+    if not rows:
+        return "the error queue is empty"
+    lines = [f"{len(rows)} transaction(s) in the error queue (re-execute: lakestreams errors execute TXN | --all)"]
+    for r in rows:
+        lines.append(f"  {r['source_database']}  {r['transaction_id']}  commit SCN {r['commit_scn']}  "
+                     f"{r['record_count']} record(s)  plan {r['plan_id']}")
+        lines.append(f"    {r['error']}")
+    return "\n".join(lines)
+
+
 def format_summary(
     audit: Audit, tables: list[GoldTableSummary], error_queue: int, discards: list[tuple[str, int]] = ()
 ) -> str:

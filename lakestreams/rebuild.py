@@ -45,6 +45,8 @@ from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.rules import build_clients
 from silver.run import (
+    EXECUTE_ALL_ERRORS,
+    EXECUTE_ERROR,
     REBUILD_ROW,
     RUN_ROW,
     SilverResult,
@@ -52,6 +54,8 @@ from silver.run import (
     classify,
     create_silver_tables,
     derive,
+    describe_request,
+    finish_command,
     late_errors,
     load_dictionary,
     load_targets,
@@ -233,11 +237,11 @@ def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> N
         DeltaTable.forName(spark, _t(channel, "gold", "apply_progress")).delete(F.col("target").isin(scope.models))
 
 
-def _rederive(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> SilverResult:
+def _rederive(spark: SparkSession, channel: Channel, batch: int, txns: DataFrame) -> SilverResult:
+    """Derive silver again for ``txns`` (source database, transaction id) as ``batch``."""
     ledger = spark.table(_t(channel, "silver", "ledger"))
     transactions = spark.table(_t(channel, "silver", "transactions"))
-    mine = ledger.join(_scope_transactions(spark, channel, scope.tables), ["source_database", "transaction_id"],
-                       "left_semi")
+    mine = ledger.join(txns, ["source_database", "transaction_id"], "left_semi")
     result = SilverResult(batch)
     clients = build_clients(channel)
     classified = classify(released_records(mine, transactions), clients).persist()
@@ -256,54 +260,175 @@ def parse_request(text: str, source_database: str | None = None) -> tuple[str, s
     return owner, table, src
 
 
+def _begin(spark: SparkSession, channel: Channel, name: str):
+    """The unfinished request of this name to resume (its logged scope row) or None for a new
+    one, with the last silver batch and bronze version. Refuses while another request, a
+    silver batch or a plan is unfinished."""
+    create_silver_tables(spark, channel)
+    create_gold_tables(spark, channel)
+    pending = unfinished_rebuild(spark, channel)
+    unfinished, last_batch, last_to = batch_state(spark, channel)
+    what = describe_request(name)
+    if pending is not None and pending["request"] != name:
+        raise ReplicationError(
+            f"{what} waits: {describe_request(pending['request'])} (silver batch {pending['batch']}) "
+            f"did not finish; run `{finish_command(pending['request'])}` again first"
+        )
+    if pending is None and unfinished is not None:
+        raise ReplicationError(f"{what} waits: silver batch {unfinished[0]} did not finish; run `lakestreams silver` first")
+    if pending is None:
+        plan = unfinished_plan(spark, channel)
+        if plan is not None:
+            raise ReplicationError(f"{what} waits: apply plan {plan[0]} did not finish; run `lakestreams gold` first")
+    return pending, last_batch, last_to
+
+
+def _finish(spark: SparkSession, channel: Channel, name: str, batch: int, last_to: int, clear, txns) -> SilverResult:
+    """Clear (once: ``cleared`` is logged), re-derive ``txns()`` as ``batch`` and log it done."""
+    rebuilds = channel.storage.table("silver", "rebuilds")
+    # The few log rows of this request (scope, cleared, done): metadata.
+    states = {r["state"] for r in spark.table(rebuilds.replace("`", "")).where(F.col("batch") == batch).collect()}
+    if "cleared" not in states:
+        with step("rebuild.clear"):
+            clear()
+        log_state(spark, rebuilds, (batch, name, "cleared", None, None, None, None), REBUILD_ROW,
+                  "silver.rebuilds.cleared", batch)
+    with step("rebuild.silver"):
+        silver = _rederive(spark, channel, batch, txns())
+    log_state(spark, channel.storage.table("silver", "runs"), (batch, last_to + 1, last_to, "done"), RUN_ROW,
+              "silver.runs.done", batch)
+    log_state(spark, rebuilds, (batch, name, "done", None, None, None, None), REBUILD_ROW, "silver.rebuilds.done", batch)
+    return silver
+
+
 def rebuild(spark: SparkSession, channel: Channel, request: str, source_database: str | None = None) -> RebuildResult:
     """Re-derive the silver of ``request`` (``owner.table``) and its scope under the current
     rules; the caller runs the gold stage next. Resumes an unfinished rebuild of the same request."""
     owner, table, src = parse_request(request, source_database)
     name = f"{owner}.{table}" + (f"@{src}" if src else "")
-    create_silver_tables(spark, channel)
-    create_gold_tables(spark, channel)
-    rebuilds = channel.storage.table("silver", "rebuilds")
-    pending = unfinished_rebuild(spark, channel)
-    unfinished, last_batch, last_to = batch_state(spark, channel)
-    if pending is not None and pending["request"] != name:
-        raise ReplicationError(
-            f"rebuild of {name} waits: the rebuild of {pending['request']} (silver batch {pending['batch']}) "
-            f"did not finish; run `lakestreams rebuild {pending['request']}` again first"
-        )
+    pending, last_batch, last_to = _begin(spark, channel, name)
     if pending is not None:
         batch = int(pending["batch"])
         scope = Scope([tuple(t) for t in pending["tables"]], list(pending["models"]), list(pending["change_tables"]))
-        resumed = True
     else:
-        if unfinished is not None:
-            raise ReplicationError(
-                f"rebuild of {name} waits: silver batch {unfinished[0]} did not finish; run `lakestreams silver` first"
-            )
-        plan = unfinished_plan(spark, channel)
-        if plan is not None:
-            raise ReplicationError(
-                f"rebuild of {name} waits: apply plan {plan[0]} did not finish; run `lakestreams gold` first"
-            )
         with step("rebuild.scope"):
             scope = find_scope(spark, channel, owner, table, src)
         batch = last_batch + 1
-        row = (batch, name, "scope", [list(t) for t in scope.tables], scope.models, scope.change_tables)
-        log_state(spark, rebuilds, row, REBUILD_ROW, "silver.rebuilds.scope", batch)
-        resumed = False
-    # The few log rows of this rebuild (scope, cleared, done): metadata.
-    states = {r["state"] for r in spark.table(rebuilds.replace("`", "")).where(F.col("batch") == batch).collect()}
-    if "cleared" not in states:
-        with step("rebuild.clear"):
-            _clear(spark, channel, batch, scope)
-        log_state(spark, rebuilds, (batch, name, "cleared", None, None, None), REBUILD_ROW, "silver.rebuilds.cleared",
-                  batch)
-    with step("rebuild.silver"):
-        silver = _rederive(spark, channel, batch, scope)
-    log_state(spark, channel.storage.table("silver", "runs"), (batch, last_to + 1, last_to, "done"), RUN_ROW,
-              "silver.runs.done", batch)
-    log_state(spark, rebuilds, (batch, name, "done", None, None, None), REBUILD_ROW, "silver.rebuilds.done", batch)
-    return RebuildResult(name, batch, scope, resumed, silver)
+        row = (batch, name, "scope", [list(t) for t in scope.tables], scope.models, scope.change_tables, None)
+        log_state(spark, channel.storage.table("silver", "rebuilds"), row, REBUILD_ROW, "silver.rebuilds.scope", batch)
+    silver = _finish(spark, channel, name, batch, last_to, lambda: _clear(spark, channel, batch, scope),
+                     lambda: _scope_transactions(spark, channel, scope.tables))
+    return RebuildResult(name, batch, scope, pending is not None, silver)
+
+
+@dataclass
+class ExecuteResult:
+    request: str
+    batch: int
+    transactions: list[tuple[str, str]]
+    resumed: bool = False
+    silver: SilverResult = field(default_factory=SilverResult)
+
+
+TXN_DDL = "source_database STRING, transaction_id STRING"
+
+
+def queued_transactions(spark: SparkSession, channel: Channel) -> list[tuple[str, str]]:
+    """(source database, transaction id) of every error queue entry, in commit SCN order
+    (one row per failed transaction: metadata)."""
+    name = _t(channel, "gold", "error_queue")
+    if not spark.catalog.tableExists(name):
+        return []
+    rows = spark.table(name).groupBy("source_database", "transaction_id").agg(F.min("commit_scn").alias("scn"))
+    return [(r[0], r[1]) for r in rows.orderBy("scn", "source_database", "transaction_id").collect()]
+
+
+def _one(queued: list[tuple[str, str]], transaction_id: str, source_database: str | None) -> tuple[str, str]:
+    found = [q for q in queued if q[1] == transaction_id and source_database in (None, q[0])]
+    if not found:
+        where = f" from {source_database}" if source_database else ""
+        raise ConfigError(f"transaction {transaction_id}{where} is not in the error queue "
+                          f"({len(queued)} transaction(s) are: `lakestreams errors` lists them)")
+    if len(found) > 1:
+        raise ConfigError(f"transaction {transaction_id} is in the error queue from {', '.join(q[0] for q in found)}: "
+                          "name its source database")
+    return found[0]
+
+
+def execute_errors(
+    spark: SparkSession, channel: Channel, transaction_id: str | None = None, source_database: str | None = None
+) -> ExecuteResult:
+    """Re-execute one error transaction (or all, ``transaction_id=None``) after its cause
+    was fixed: its queue entry and outcomes are cleared and its records derived again under
+    the current channel as a new silver batch, which the next plan applies once, in SCN
+    order, on what gold holds now. A transaction that fails again is queued again with the
+    new error. Resumes an unfinished re-execution of the same request."""
+    src = None if source_database is None else check_global_name(source_database, "--source-database")
+    if transaction_id is None:
+        name = EXECUTE_ALL_ERRORS
+    else:
+        if not isinstance(transaction_id, str) or not transaction_id or " " in transaction_id:
+            raise ConfigError(f"transaction id {transaction_id!r}: expected a transaction id such as 2.6.1043")
+        name = None  # known once the source database is
+    create_gold_tables(spark, channel)
+    queued = queued_transactions(spark, channel)
+    chosen = queued if transaction_id is None else None
+    if transaction_id is not None:
+        pending = unfinished_rebuild(spark, channel)
+        words = pending["request"].split(" ") if pending is not None else []
+        if words[:1] == [EXECUTE_ERROR] and words[2] == transaction_id and src in (None, words[1]):
+            chosen = [(words[1], transaction_id)]
+        elif pending is not None:
+            _begin(spark, channel, f"{EXECUTE_ERROR} {src or '*'} {transaction_id}")  # refuses: another is unfinished
+        else:
+            chosen = [_one(queued, transaction_id, src)]
+        name = f"{EXECUTE_ERROR} {chosen[0][0]} {chosen[0][1]}"
+    pending, last_batch, last_to = _begin(spark, channel, name)
+    if pending is not None:
+        batch = int(pending["batch"])
+        chosen = [(t["source_database"], t["transaction_id"]) for t in pending["transactions"]]
+    else:
+        if not chosen:
+            return ExecuteResult(name, 0, [])
+        batch = last_batch + 1
+        row = (batch, name, "scope", None, None, None, [list(t) for t in chosen])
+        log_state(spark, channel.storage.table("silver", "rebuilds"), row, REBUILD_ROW, "silver.rebuilds.scope", batch)
+
+    def txns() -> DataFrame:
+        return spark.createDataFrame(chosen, TXN_DDL)
+
+    def clear() -> None:
+        keys = txns().localCheckpoint()
+        by_txn = {"source_database": "source_database", "transaction_id": "transaction_id"}
+        _delete_matching(spark, _t(channel, "silver", "outcomes"), keys, by_txn, F.col("t.batch") < batch)
+        _delete_matching(spark, _t(channel, "silver", "txn_errors"), keys, by_txn, F.col("t.silver_batch") < batch)
+        _delete_matching(spark, _t(channel, "gold", "error_queue"), keys, by_txn, F.col("t.plan_id") < batch)
+
+    silver = _finish(spark, channel, name, batch, last_to, clear, txns)
+    return ExecuteResult(name, batch, chosen, pending is not None, silver)
+
+
+def delete_errors(
+    spark: SparkSession, channel: Channel, transaction_id: str | None = None, source_database: str | None = None
+) -> list[tuple[str, str]]:
+    """Remove one error transaction (or all) from the error queue: it is never applied, and
+    its records stay counted as errors. Returns what was removed."""
+    src = None if source_database is None else check_global_name(source_database, "--source-database")
+    create_gold_tables(spark, channel)
+    queued = queued_transactions(spark, channel)
+    chosen = queued if transaction_id is None else [_one(queued, transaction_id, src)]
+    if chosen:
+        _delete_matching(spark, _t(channel, "gold", "error_queue"), spark.createDataFrame(chosen, TXN_DDL),
+                         {"source_database": "source_database", "transaction_id": "transaction_id"})
+    return chosen
+
+
+def format_execute(r: ExecuteResult) -> str:
+    if not r.transactions:
+        return "the error queue is empty: nothing to re-execute"
+    lines = [f"re-execution{' (resumed)' if r.resumed else ''}: silver batch {r.batch}"]
+    lines += [f"    {src}  {txn}" for src, txn in r.transactions]
+    return "\n".join(lines)
 
 
 def format_rebuild(r: RebuildResult) -> str:

@@ -59,7 +59,8 @@ RULE_OUTCOMES_DDL = (
 REBUILD_ROW = (
     "batch BIGINT, request STRING, state STRING, "
     "tables ARRAY<STRUCT<source_database: STRING, owner: STRING, table_name: STRING>>, "
-    "models ARRAY<STRING>, change_tables ARRAY<STRING>"
+    "models ARRAY<STRING>, change_tables ARRAY<STRING>, "
+    "transactions ARRAY<STRUCT<source_database: STRING, transaction_id: STRING>>"
 )
 REBUILDS_DDL = REBUILD_ROW + ", at TIMESTAMP"
 TXN_ERRORS_DDL = (
@@ -114,13 +115,38 @@ def unfinished_rebuild(spark: SparkSession, channel: Channel):
     return rebuilds.where("state = 'scope'").join(done, "batch", "left_anti").orderBy("batch").first()
 
 
+#: Requests of the re-derivation log that re-execute error transactions (the others rebuild a table).
+EXECUTE_ERROR, EXECUTE_ALL_ERRORS = "execute_error", "execute_all_errors"
+
+
+def finish_command(request: str) -> str:
+    """The command that finishes a logged rebuild or re-execution request."""
+    words = request.split(" ")
+    if words[0] == EXECUTE_ALL_ERRORS:
+        return "lakestreams errors execute --all"
+    if words[0] == EXECUTE_ERROR:
+        return f"lakestreams errors execute {words[2]} --source-database {words[1]}"
+    table, _, src = request.partition("@")
+    return f"lakestreams rebuild {table}" + (f" --source-database {src}" if src else "")
+
+
+def describe_request(request: str) -> str:
+    words = request.split(" ")
+    if words[0] in (EXECUTE_ERROR, EXECUTE_ALL_ERRORS):
+        if len(words) == 1:
+            return "the re-execution of all error transactions"
+        return f"the re-execution of {words[2]}" + ("" if words[1] == "*" else f" from {words[1]}")
+    return f"the rebuild of {request}"
+
+
 def refuse_during_rebuild(spark: SparkSession, channel: Channel, what: str) -> None:
-    """New batches and plans wait while a rebuild has cleared tables it has not re-derived."""
+    """New batches and plans wait while a rebuild or re-execution has cleared what it has
+    not re-derived yet."""
     pending = unfinished_rebuild(spark, channel)
     if pending is not None:
         raise ReplicationError(
-            f"{what} waits: the rebuild of {pending['request']} (silver batch {pending['batch']}) did not finish; "
-            f"run `lakestreams rebuild {pending['request']}` again to finish it"
+            f"{what} waits: {describe_request(pending['request'])} (silver batch {pending['batch']}) did not finish; "
+            f"run `{finish_command(pending['request'])}` again to finish it"
         )
 
 

@@ -39,7 +39,10 @@ def scenario_records(s: dict, columns: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def applied(spark, tmp_path_factory):
     keys = [{"table": f"hr.{s['name']}", "columns": s["key_columns"]} for s in SPEC["scenarios"] if "key_columns" in s]
-    ch = make_channel(tmp_path_factory.mktemp("scenarios"), keys=keys)
+    handlers = [{"table": f"hr.{s['name']}", **h} for s in SPEC["scenarios"] for h in s.get("handlers", [])]
+    compare = [{"table": f"hr.{s['name']}", **c} for s in SPEC["scenarios"] for c in s.get("compare", [])]
+    ch = make_channel(tmp_path_factory.mktemp("scenarios"), keys=keys, update_conflict_handlers=handlers,
+                      compare_old_values=compare)
     records = [r for s in SPEC["scenarios"] for r in scenario_records(s, SPEC["columns"])]
     write_lines(ch, "src", "scenarios.jsonl", records)
     run_pipeline(spark, ch)
@@ -73,6 +76,12 @@ def test_scenario(spark, applied, scenario):
     assert set(got) == set(want), got
     for n, text in want.items():
         assert text in got[n], (n, got[n])
+    logged = spark.table(ch.storage.table("gold", "apply_conflicts").replace("`", "")).where(
+        F.col("transaction_id").startswith(prefix)
+    )
+    assert sorted([int(r["transaction_id"][len(prefix):]), r["method"], r["resolution"]] for r in logged.collect()) == sorted(
+        scenario.get("resolutions", [])
+    )
 
 
 def test_scenarios_balance(spark, applied):

@@ -1,0 +1,102 @@
+"""Error queue: failed transactions wait whole; after the cause is fixed they are
+re-executed once, in SCN order, on what gold holds; or deleted."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+from conftest import make_channel, table_versions, write_lines
+from records import REGIONS_DDL, SRC, Txn
+
+from lakestreams import rebuild as rebuild_module
+from lakestreams.api import Streams
+from lakestreams.audit import run_audit
+from lakestreams.config import TableSpec
+from lakestreams.errors import ConfigError, ReplicationError
+from lakestreams.pipeline import run_pipeline
+
+SCHEMA = "REGION_ID INT, REGION_NAME STRING, NOTE STRING"
+COUNTRIES_DDL = "CREATE TABLE hr.countries (country_id CHAR(2) NOT NULL, CONSTRAINT c_pk PRIMARY KEY (country_id))"
+
+
+def _queue(spark, ch) -> dict[str, str]:
+    view = spark.table(ch.storage.table("gold", "apply_error").replace("`", ""))
+    return {r["source_transaction_id"]: r["error_message"] for r in view.collect()}
+
+
+def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "n"}).commit(),
+        # The row was changed at the destination: the old name does not match (ORA-26786).
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "X"}, new={"REGION_NAME": "B"}).commit(),
+        # COUNTRIES is not known yet: the whole transaction waits, its REGIONS insert too.
+        *Txn("t4", 400).row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "C", "NOTE": None})
+        .row("INSERT", table="COUNTRIES", new={"COUNTRY_ID": "NL"}).commit(),
+        *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1, "NOTE": "n"}, new={"NOTE": "m"}).commit(),
+        # A key that is taken (ORA-00001): deleted from the queue below, never applied.
+        *Txn("t6", 600).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "dup", "NOTE": None}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    gold = f"{ch.storage.schema_name('gold')}.hr__regions"
+    assert_df_equality(spark.table(gold).select("REGION_ID", "REGION_NAME", "NOTE"),
+                       spark.createDataFrame([(1, "A", "m")], SCHEMA), ignore_row_order=True)
+    queue = _queue(spark, ch)
+    assert set(queue) == {"t3", "t4", "t6"}
+    assert "ORA-26786" in queue["t3"] and "COUNTRIES is not in the source dictionary" in queue["t4"]
+
+    s = Streams(ch)
+    with pytest.raises(ConfigError, match="transaction t9 is not in the error queue"):
+        s.execute_error(spark, "t9")
+    # Re-executed with its cause still there, t3 fails again, with the error it meets now.
+    s.execute_error(spark, "t3")
+    assert set(_queue(spark, ch)) == {"t3", "t4", "t6"}
+    # The fix: an update conflict handler. t3 applies on the row as gold holds it (NOTE m
+    # from t5 stays) and leaves the queue; executing it again finds nothing to do.
+    s.set_update_conflict_handler("hr.regions", "OVERWRITE", "REGION_NAME", ["REGION_NAME"])
+    s.execute_error(spark, "t3", SRC)
+    assert_df_equality(spark.table(gold).select("REGION_ID", "REGION_NAME", "NOTE"),
+                       spark.createDataFrame([(1, "B", "m")], SCHEMA), ignore_row_order=True)
+    assert set(_queue(spark, ch)) == {"t4", "t6"}
+    conflicts = spark.table(ch.storage.table("gold", "apply_conflicts").replace("`", "")).collect()
+    assert [(r["transaction_id"], r["method"], r["resolution"]) for r in conflicts] == [("t3", "OVERWRITE", "applied")]
+    with pytest.raises(ConfigError, match="transaction t3 is not in the error queue"):
+        s.execute_error(spark, "t3")
+
+    assert s.delete_error(spark, "t6") == [(SRC, "t6")]
+    assert set(_queue(spark, ch)) == {"t4"}
+
+    # COUNTRIES is declared and instantiated; the re-execution of all errors is killed
+    # after clearing, refuses other work until finished, then finishes once.
+    s.channel = s.channel.replace(tables=(TableSpec(SRC, COUNTRIES_DDL),))
+    s.set_table_instantiation_scn("hr.countries", SRC, 1)
+    real_derive = rebuild_module.derive
+
+    def killed(*args, **kwargs):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(rebuild_module, "derive", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        s.execute_all_errors(spark)
+    with pytest.raises(ReplicationError, match=r"the re-execution of all error transactions \(silver batch \d+\) "
+                                               r"did not finish; run `lakestreams errors execute --all`"):
+        run_pipeline(spark, s.channel)
+    with pytest.raises(ReplicationError, match="waits: the re-execution of all error transactions"):
+        s.execute_error(spark, "t6")
+    monkeypatch.setattr(rebuild_module, "derive", real_derive)
+    result = s.execute_all_errors(spark)
+    assert result.resumed and result.transactions == [(SRC, "t4")]
+    assert_df_equality(spark.table(gold).select("REGION_ID", "REGION_NAME", "NOTE"),
+                       spark.createDataFrame([(1, "B", "m"), (2, "C", None)], SCHEMA), ignore_row_order=True)
+    assert spark.table(f"{ch.storage.schema_name('gold')}.hr__countries").count() == 1
+    assert _queue(spark, ch) == {}
+
+    # Nothing left: no new versions; every record in one bucket (t6 counted as error).
+    before = table_versions(spark, s.channel)
+    run_pipeline(spark, s.channel)
+    assert s.execute_all_errors(spark).transactions == []
+    assert table_versions(spark, s.channel) == before
+    audit = run_audit(spark, s.channel)
+    assert audit.ok, audit.problems
+    assert audit.buckets["error"] == 1 and audit.buckets["applied"] == 5
