@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-rules lint clean
+.PHONY: demo test bench bench-rules bench-conflicts lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ bench: $(STAMP)
 
 bench-rules: $(STAMP)
 	$(PY) bench/rules.py $(BENCH_ARGS)
+
+bench-conflicts: $(STAMP)
+	$(PY) bench/conflicts.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

@@ -30,6 +30,7 @@ from pyspark.sql.window import Window
 
 from lakestreams.config import Channel
 from lakestreams.errors import ApplyError
+from lakestreams.timing import step
 from silver.dictionary import TableDef
 
 #: Methods that may keep the row's values.
@@ -163,15 +164,16 @@ def _judge(x: dict[str, Column], cur: dict[str, Column], policy: Policy, label: 
 def judge_values(
     spark: SparkSession, planned: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef, policy: Policy
 ) -> DataFrame:
-    """``planned`` with value conflicts judged, checkpointed: ``_new_present`` without
+    """``planned`` with value conflicts judged (from a checkpoint): ``_new_present`` without
     discarded columns, ``_cerr`` (the conflict no handler resolves) and ``_resolutions``;
     also ``_above`` (above the instantiation SCN), the incarnation's ``_first_op`` and
     ``_start_key``, and ``_no_row`` for row_conflicts. Changes at or below the
     instantiation SCN are not judged and leave no state."""
     out_cols = [c for c in planned.columns]
     label = f"{table.owner}.{table.name}"
-    cols = policy.columns
-    row_type = "STRUCT<" + ", ".join(f"`{c}`: {table.column(c).type.spark}" for c in cols) + ">"
+    # Nothing compared (compare_old_values off for every column): no value can conflict.
+    cols = policy.columns if policy.update_compared or policy.delete_compared else ()
+    row_type = "STRUCT<" + (", ".join(f"`{c}`: {table.column(c).type.spark}" for c in cols) or "_none: INT") + ">"
     rows = planned.join(F.broadcast(table_inst), "_source_database", "left").withColumn(
         "_above", F.coalesce(F.col("_commit_scn") > F.col("instantiation_scn"), F.lit(False))).drop("instantiation_scn")
     # The row gold holds at each change's old key; the incarnation's first change above
@@ -180,7 +182,7 @@ def judge_values(
     if spark.catalog.tableExists(name):
         gold = spark.table(name).select(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"),
-            F.struct(*[F.col(f"`{c}`") for c in cols]).cast(row_type).alias("_at_key"),
+            (F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.lit(None)).cast(row_type).alias("_at_key"),
         )
         rows = rows.join(gold, rows["_okey"].eqNullSafe(gold["_gk"]), "left").withColumn(
             "_found_here", F.col("_gk").isNotNull()).drop("_gk")
@@ -207,19 +209,26 @@ def judge_values(
     # Every change judged as if all before it were applied whole: exact for an incarnation
     # where no change fails or loses columns.
     cur = {}
-    for c in cols:
+    for i, c in enumerate(cols):
         prev = F.last(F.when(F.col("_above") & F.array_contains("_new_present", c), F.struct(F.col("_new")[c].alias("v"))),
                       True).over(prior)
-        cur[c] = F.when(prev.isNotNull(), prev["v"]).otherwise(F.col("_b")[c])
-    error, dropped, res, _ = _judge({f: F.col(f) for f in fields}, cur, policy, label)
-    judged = rows.select(
-        "*",
-        F.when(F.col("_judged"), error).alias("_cerr"),
-        F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>")).alias("_dropped"),
-        F.when(F.col("_judged"), res).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>")).alias("_resolutions"),
-    ).localCheckpoint()
+        cur[c] = F.when(prev.isNotNull(), prev["v"]).otherwise(F.col("_b")[c]).alias(f"_cur{i}")
+    # The row before each change as columns of their own: the judging refers to them many
+    # times, and window expressions repeated in one tree would be planned as often.
+    rows = rows.select("*", *cur.values())
+    error, dropped, res, _ = _judge({f: F.col(f) for f in fields}, {c: F.col(f"_cur{i}") for i, c in enumerate(cols)},
+                                    policy, label)
+    with step("plan.values.window"):
+        judged = rows.select(
+            *[c for c in rows.columns if not c.startswith("_cur")],
+            F.when(F.col("_judged"), error).alias("_cerr"),
+            F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>")).alias("_dropped"),
+            F.when(F.col("_judged"), res).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>")).alias("_resolutions"),
+        ).localCheckpoint()
     uneven = judged.where(F.col("_cerr").isNotNull() | (F.size("_dropped") > 0)).select("_root").distinct()
-    if uneven.limit(1).count() > 0:
+    with step("plan.values.uneven"):
+        has_uneven = uneven.limit(1).count() > 0
+    if has_uneven:
         # Where a change fails or loses columns, what the next one meets depends on it:
         # those incarnations (they hold a conflict) are folded in order, a failing change
         # leaving the row as it was.
@@ -243,12 +252,13 @@ def judge_values(
         zero = F.struct(F.col("_b0").alias("cur"), F.array().cast(f"ARRAY<{JUDGED}>").alias("out"))
         folded = per_root.select(F.explode(F.aggregate("_changes", zero, fold)["out"]).alias("j")).select("j.*")
         redo = judged.join(uneven, "_root", "left_semi").drop("_cerr", "_dropped", "_resolutions").join(folded, "_seq")
-        judged = judged.join(uneven, "_root", "left_anti").unionByName(redo.select(*judged.columns))
+        judged = judged.join(uneven, "_root", "left_anti").unionByName(redo.select(*judged.columns)).localCheckpoint()
+    # A projection of the checkpoint: no further job.
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],
         F.array_except("_new_present", "_dropped").alias("_new_present"),
         "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_resolutions",
-    ).localCheckpoint()
+    )
 
 
 def value_conflicts(judged: DataFrame) -> DataFrame:

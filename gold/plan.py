@@ -14,6 +14,7 @@ For the silver batches not applied yet, the plan
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -49,6 +50,12 @@ CONFLICTS_DDL = (
     "plan_id BIGINT, target STRING, source_database STRING, transaction_id STRING, commit_scn BIGINT, key STRING, "
     "method STRING, columns STRING, resolution STRING"
 )
+WATERMARKS_DDL = (
+    "plan_id BIGINT, source_database STRING, low_watermark BIGINT, high_watermark BIGINT, "
+    "oldest_pending_scn BIGINT, at TIMESTAMP"
+)
+#: lakestreams' own gold tables (the others are replicas).
+GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks")
 #: Columns of a judged plan that the apply does not read.
 JUDGING_COLUMNS = ("_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_resolutions")
 PROGRESS_DDL = (
@@ -89,6 +96,7 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_conflicts')} ({CONFLICTS_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_watermarks')} ({WATERMARKS_DDL}) USING DELTA")
 
 
 INSTANTIATED_OBJECTS_VIEW = "apply_instantiated_objects"
@@ -120,6 +128,65 @@ def create_error_view(spark: SparkSession, channel: Channel) -> None:
         "SELECT source_database, transaction_id AS source_transaction_id, commit_scn AS source_commit_scn, "
         "error AS error_message, failing_record, record_count AS message_count, plan_id AS error_plan_id "
         f"FROM {st.table('gold', 'error_queue')}"
+    )
+
+
+PROGRESS_VIEW, CONSISTENCY_VIEW = "apply_progress_by_table", "apply_consistency"
+
+
+def create_progress_views(spark: SparkSession, channel: Channel) -> None:
+    """``apply_consistency``: per source, the SCN up to which every gold table holds every
+    change (the low watermark after the last applied plan), for readers who join tables.
+    ``apply_progress_by_table``: per gold table and source, the low watermark (everything
+    committed at or below it is applied or decided), the high watermark (nothing above it
+    is applied) and the oldest SCN of work still pending."""
+    st = channel.storage
+    # Constant text; the names are quoted by Storage.table from checked identifiers.
+    latest = (
+        f"SELECT * FROM (SELECT w.*, row_number() OVER (PARTITION BY source_database ORDER BY plan_id DESC) AS n "
+        f"FROM {st.table('gold', 'apply_watermarks')} w) WHERE n = 1"
+    )
+    spark.sql(
+        f"CREATE OR REPLACE VIEW {st.table('gold', CONSISTENCY_VIEW)} AS "
+        f"SELECT source_database, low_watermark AS consistent_scn, oldest_pending_scn, plan_id, at FROM ({latest})"
+    )
+    spark.sql(
+        f"CREATE OR REPLACE VIEW {st.table('gold', PROGRESS_VIEW)} AS "
+        "SELECT p.target, p.source_database, w.low_watermark, p.high_watermark, w.oldest_pending_scn, "
+        "p.applied_commit_time, p.records AS applied_records "
+        "FROM (SELECT target, source_database, max(applied_scn) AS high_watermark, "
+        "max(applied_commit_time) AS applied_commit_time, sum(records) AS records "
+        f"FROM {st.table('gold', 'apply_progress')} GROUP BY target, source_database) p "
+        f"JOIN ({latest}) w ON w.source_database = p.source_database"
+    )
+
+
+def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
+    """Per source database after ``plan``: the low watermark (every transaction committed
+    at or below it is applied or decided: discarded, rolled back, in the error queue), the
+    high watermark (no change committed above it is applied) and the oldest SCN of pending
+    work (released after the plan, or not complete yet: its first record's SCN)."""
+    st = channel.storage
+    txns = spark.table(st.table("silver", "transactions").replace("`", ""))
+    decided = txns.where(F.col("released_batch") <= plan.silver_to).groupBy("source_database").agg(
+        F.max("commit_scn").alias("_processed"))
+    released_later = txns.where(F.col("released_batch") > plan.silver_to).groupBy("source_database").agg(
+        F.min("commit_scn").alias("_released"))
+    ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
+    unreleased = ledger.join(txns.select("source_database", "transaction_id"), ["source_database", "transaction_id"],
+                             "left_anti").groupBy("source_database").agg(F.min("scn").alias("_unreleased"))
+    applied = spark.table(st.table("gold", "apply_progress").replace("`", "")).groupBy("source_database").agg(
+        F.max("applied_scn").alias("high_watermark"))
+    sources = ledger.select("source_database").distinct()
+    oldest = F.least("_released", "_unreleased")
+    return (
+        sources.join(decided, "source_database", "left").join(released_later, "source_database", "left")
+        .join(unreleased, "source_database", "left").join(applied, "source_database", "left")
+        .select(
+            F.lit(plan.plan_id).cast("bigint").alias("plan_id"), "source_database",
+            F.least("_processed", oldest - 1).alias("low_watermark"), "high_watermark",
+            oldest.alias("oldest_pending_scn"), F.current_timestamp().alias("at"),
+        )
     )
 
 
@@ -269,7 +336,9 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         F.col("_prev_holds").isNull().alias("_claim_first"),
     )
     moves = c.where((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
-    if moves.limit(1).count() == 0:
+    with step("plan.roots.moves"):
+        no_moves = moves.limit(1).count() == 0
+    if no_moves:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
         roots = member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root"))
         return c.join(roots, "_seq").join(claims, "_seq", "left")
@@ -315,6 +384,8 @@ def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
 
 
 MAX_CONFLICT_ROUNDS = 16
+#: Targets planned at once (threads submitting Spark jobs to the one session).
+PLAN_THREADS = 4
 
 
 def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
@@ -441,15 +512,20 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     dirty = {t[3] for t in targets}
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
-        for _owner, _name, tdef, model, changes, sources in targets:
-            if model not in dirty:
-                continue
+
+        def plan_target(t: tuple, bad: DataFrame = bad) -> tuple[str, DataFrame, DataFrame]:
+            _owner, _name, tdef, model, changes, sources = t
             ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
             tinst, gold = _table_inst(inst, sources), st.table("gold", model)
             with step("plan.order"):
-                plans[model] = judge_values(spark, build_target_plan(ok, tdef), tinst, gold, tdef, policies[model])
-            conflicts[model] = row_conflicts(spark, plans[model], gold, tdef).unionByName(
-                value_conflicts(plans[model]))
+                judged = judge_values(spark, build_target_plan(ok, tdef), tinst, gold, tdef, policies[model])
+            return model, judged, row_conflicts(spark, judged, gold, tdef).unionByName(value_conflicts(judged))
+
+        # Targets are planned independently; their small Spark jobs wait mostly on
+        # scheduling, so a few run at once.
+        with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
+            for model, judged, found in pool.map(plan_target, [t for t in targets if t[3] in dirty]):
+                plans[model], conflicts[model] = judged, found
         if not conflicts:
             break
         new = (
@@ -543,7 +619,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
 
 
 def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
-    """Apply progress per target and source, then mark the plan applied."""
+    """Apply progress per target and source and the watermarks per source, then mark the
+    plan applied."""
     st = channel.storage
     parts = []
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
@@ -562,6 +639,9 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
         )
     if parts:
         append(reduce(DataFrame.unionByName, parts), st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
+    # The consistency marker: written once per plan, after every gold table of it.
+    append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
+    create_progress_views(spark, channel)
     log_state(
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
         GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,

@@ -297,17 +297,21 @@ class Streams:
         column_list: str | list[str],
     ) -> None:
         """Resolve update conflicts in ``column_list`` of the target table with OVERWRITE,
-        DISCARD, MAXIMUM or MINIMUM (the last two compare ``resolution_column``). A handler
-        with the same resolution column is replaced; ``method_name=None`` removes it."""
+        DISCARD, MAXIMUM or MINIMUM (the last two compare ``resolution_column``; the others
+        default it to the first column). A handler with the same resolution column is
+        replaced; ``method_name=None`` removes it (all of the table's without a column)."""
         owner, table = split_table_name(object_name, "object_name")
         res = None if resolution_column is None else check_identifier(resolution_column, "resolution_column").upper()
-        kept = [h for h in self.channel.conflict_handlers
-                if not ((h.owner, h.table) == (owner, table) and (res is None or h.resolution_column == res))]
+        added = []
         if method_name is not None:
-            kept.append(conflict_handler(
+            added = [conflict_handler(
                 {"table": object_name, "method": method_name, "columns": column_list, "resolution_column": res},
                 "set_update_conflict_handler",
-            ))
+            )]
+            res = added[0].resolution_column
+        kept = [h for h in self.channel.conflict_handlers
+                if not ((h.owner, h.table) == (owner, table) and (res is None or h.resolution_column == res))]
+        kept += added
         self.channel = self.channel.replace(
             conflict_handlers=check_conflict_handlers(kept, [f"update_conflict_handlers[{i}]" for i in range(len(kept))])
         )
@@ -341,14 +345,14 @@ class Streams:
         run_gold(spark, self.channel)
         return result
 
-    def delete_error(self, spark: Any, transaction_id: str, source_database_name: str | None = None) -> list:
-        """Remove one transaction from the error queue without applying it."""
+    def delete_error(self, spark: Any, transaction_id: str, source_database_name: str | None = None) -> int:
+        """Remove one transaction from the error queue without applying it; returns 1."""
         from lakestreams.rebuild import delete_errors
 
         return delete_errors(spark, self.channel, transaction_id, source_database_name)
 
-    def delete_all_errors(self, spark: Any) -> list:
-        """Remove every transaction from the error queue without applying them."""
+    def delete_all_errors(self, spark: Any) -> int:
+        """Remove every transaction from the error queue without applying them; returns how many."""
         from lakestreams.rebuild import delete_errors
 
         return delete_errors(spark, self.channel)

@@ -137,9 +137,7 @@ def cmd_errors(args: argparse.Namespace) -> int:
         return _print_summary(spark, ch)
     if action == "delete":
         removed = delete_errors(spark, ch, args.transaction, args.source_database)
-        print(f"removed {len(removed)} transaction(s) from the error queue")
-        for src, txn in removed:
-            print(f"    {src}  {txn}")
+        print(f"removed {removed} transaction(s) from the error queue")
         return 0
     from lakestreams.pipeline import format_error_queue
 

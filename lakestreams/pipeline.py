@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from bronze.ingest import IngestCounts, run_bronze
 from gold.dbt import apply_targets
-from gold.plan import Plan, TargetPlan, plan_table_name, record_progress, run_plan
+from gold.plan import GOLD_META_TABLES, Plan, TargetPlan, plan_table_name, record_progress, run_plan
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.spark import ensure_schemas
@@ -93,7 +93,7 @@ def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary
     }
     out = []
     for t in sorted(spark.catalog.listTables(st.schema_name("gold")), key=lambda t: t.name):
-        if t.name in ("apply_progress", "error_queue") or t.tableType == "VIEW":
+        if t.name in GOLD_META_TABLES or t.tableType == "VIEW":
             continue
         rows = spark.table(st.table("gold", t.name).replace("`", "")).count()
         applied = sorted((src, scn) for (tgt, src), scn in latest.items() if tgt == t.name)

@@ -291,13 +291,13 @@ def _finish(spark: SparkSession, channel: Channel, name: str, batch: int, last_t
     if "cleared" not in states:
         with step("rebuild.clear"):
             clear()
-        log_state(spark, rebuilds, (batch, name, "cleared", None, None, None, None), REBUILD_ROW,
+        log_state(spark, rebuilds, (batch, name, "cleared", None, None, None), REBUILD_ROW,
                   "silver.rebuilds.cleared", batch)
     with step("rebuild.silver"):
         silver = _rederive(spark, channel, batch, txns())
     log_state(spark, channel.storage.table("silver", "runs"), (batch, last_to + 1, last_to, "done"), RUN_ROW,
               "silver.runs.done", batch)
-    log_state(spark, rebuilds, (batch, name, "done", None, None, None, None), REBUILD_ROW, "silver.rebuilds.done", batch)
+    log_state(spark, rebuilds, (batch, name, "done", None, None, None), REBUILD_ROW, "silver.rebuilds.done", batch)
     return silver
 
 
@@ -314,7 +314,7 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
         with step("rebuild.scope"):
             scope = find_scope(spark, channel, owner, table, src)
         batch = last_batch + 1
-        row = (batch, name, "scope", [list(t) for t in scope.tables], scope.models, scope.change_tables, None)
+        row = (batch, name, "scope", [list(t) for t in scope.tables], scope.models, scope.change_tables)
         log_state(spark, channel.storage.table("silver", "rebuilds"), row, REBUILD_ROW, "silver.rebuilds.scope", batch)
     silver = _finish(spark, channel, name, batch, last_to, lambda: _clear(spark, channel, batch, scope),
                      lambda: _scope_transactions(spark, channel, scope.tables))
@@ -325,34 +325,36 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
 class ExecuteResult:
     request: str
     batch: int
-    transactions: list[tuple[str, str]]
+    count: int  # transactions re-executed
+    sample: list[tuple[str, str]] = field(default_factory=list)  # the first few, oldest commit first
     resumed: bool = False
     silver: SilverResult = field(default_factory=SilverResult)
 
 
-TXN_DDL = "source_database STRING, transaction_id STRING"
+KEYS = ["source_database", "transaction_id"]
 
 
-def queued_transactions(spark: SparkSession, channel: Channel) -> list[tuple[str, str]]:
-    """(source database, transaction id) of every error queue entry, in commit SCN order
-    (one row per failed transaction: metadata)."""
-    name = _t(channel, "gold", "error_queue")
-    if not spark.catalog.tableExists(name):
-        return []
-    rows = spark.table(name).groupBy("source_database", "transaction_id").agg(F.min("commit_scn").alias("scn"))
-    return [(r[0], r[1]) for r in rows.orderBy("scn", "source_database", "transaction_id").collect()]
+def _queue(spark: SparkSession, channel: Channel) -> DataFrame:
+    return spark.table(_t(channel, "gold", "error_queue"))
 
 
-def _one(queued: list[tuple[str, str]], transaction_id: str, source_database: str | None) -> tuple[str, str]:
-    found = [q for q in queued if q[1] == transaction_id and source_database in (None, q[0])]
-    if not found:
+def _one(spark: SparkSession, channel: Channel, transaction_id: str, source_database: str | None) -> tuple[str, str]:
+    """The queued transaction of this id (and source), refused when absent or ambiguous."""
+    if not isinstance(transaction_id, str) or not transaction_id or " " in transaction_id:
+        raise ConfigError(f"transaction id {transaction_id!r}: expected a transaction id such as 2.6.1043")
+    found = _queue(spark, channel).where(F.col("transaction_id") == transaction_id)
+    if source_database is not None:
+        found = found.where(F.col("source_database") == source_database)
+    # At most one row per source database: metadata.
+    sources = sorted(r[0] for r in found.select("source_database").distinct().collect())
+    if not sources:
         where = f" from {source_database}" if source_database else ""
         raise ConfigError(f"transaction {transaction_id}{where} is not in the error queue "
-                          f"({len(queued)} transaction(s) are: `lakestreams errors` lists them)")
-    if len(found) > 1:
-        raise ConfigError(f"transaction {transaction_id} is in the error queue from {', '.join(q[0] for q in found)}: "
+                          "(`lakestreams errors` lists it)")
+    if len(sources) > 1:
+        raise ConfigError(f"transaction {transaction_id} is in the error queue from {', '.join(sources)}: "
                           "name its source database")
-    return found[0]
+    return sources[0], transaction_id
 
 
 def execute_errors(
@@ -362,72 +364,82 @@ def execute_errors(
     was fixed: its queue entry and outcomes are cleared and its records derived again under
     the current channel as a new silver batch, which the next plan applies once, in SCN
     order, on what gold holds now. A transaction that fails again is queued again with the
-    new error. Resumes an unfinished re-execution of the same request."""
+    new error. Resumes an unfinished re-execution of the same request. The transactions
+    stay in Spark (``silver.reexecutions``): driver work does not grow with them."""
     src = None if source_database is None else check_global_name(source_database, "--source-database")
+    create_silver_tables(spark, channel)
+    create_gold_tables(spark, channel)
+    pending = unfinished_rebuild(spark, channel)
+    words = pending["request"].split(" ") if pending is not None else []
     if transaction_id is None:
         name = EXECUTE_ALL_ERRORS
+    elif words[:1] == [EXECUTE_ERROR] and words[2] == transaction_id and src in (None, words[1]):
+        name = pending["request"]  # resume it: its queue entry is cleared already
+    elif pending is not None:
+        name = f"{EXECUTE_ERROR} {src or '*'} {transaction_id}"  # _begin refuses: another is unfinished
     else:
-        if not isinstance(transaction_id, str) or not transaction_id or " " in transaction_id:
-            raise ConfigError(f"transaction id {transaction_id!r}: expected a transaction id such as 2.6.1043")
-        name = None  # known once the source database is
-    create_gold_tables(spark, channel)
-    queued = queued_transactions(spark, channel)
-    chosen = queued if transaction_id is None else None
-    if transaction_id is not None:
-        pending = unfinished_rebuild(spark, channel)
-        words = pending["request"].split(" ") if pending is not None else []
-        if words[:1] == [EXECUTE_ERROR] and words[2] == transaction_id and src in (None, words[1]):
-            chosen = [(words[1], transaction_id)]
-        elif pending is not None:
-            _begin(spark, channel, f"{EXECUTE_ERROR} {src or '*'} {transaction_id}")  # refuses: another is unfinished
-        else:
-            chosen = [_one(queued, transaction_id, src)]
-        name = f"{EXECUTE_ERROR} {chosen[0][0]} {chosen[0][1]}"
+        name = "{} {} {}".format(EXECUTE_ERROR, *_one(spark, channel, transaction_id, src))
     pending, last_batch, last_to = _begin(spark, channel, name)
-    if pending is not None:
-        batch = int(pending["batch"])
-        chosen = [(t["source_database"], t["transaction_id"]) for t in pending["transactions"]]
-    else:
-        if not chosen:
-            return ExecuteResult(name, 0, [])
-        batch = last_batch + 1
-        row = (batch, name, "scope", None, None, None, [list(t) for t in chosen])
-        log_state(spark, channel.storage.table("silver", "rebuilds"), row, REBUILD_ROW, "silver.rebuilds.scope", batch)
+    scope = spark.table(_t(channel, "silver", "reexecutions"))
+    batch = int(pending["batch"]) if pending is not None else last_batch + 1
+    if pending is None:
+        queued = _queue(spark, channel).select(*KEYS).distinct()
+        if transaction_id is not None:
+            words = name.split(" ")
+            queued = queued.where((F.col("source_database") == words[1]) & (F.col("transaction_id") == words[2]))
+        if queued.limit(1).count() == 0:
+            return ExecuteResult(name, 0, 0)
+        # The set first (once per batch), then the scope row that makes it the request.
+        append(queued.select(F.lit(batch).cast("bigint").alias("batch"), *KEYS), _t(channel, "silver", "reexecutions"),
+               "silver.reexecutions", batch)
+        log_state(spark, channel.storage.table("silver", "rebuilds"), (batch, name, "scope", None, None, None),
+                  REBUILD_ROW, "silver.rebuilds.scope", batch)
 
     def txns() -> DataFrame:
-        return spark.createDataFrame(chosen, TXN_DDL)
+        return scope.where(F.col("batch") == batch).select(*KEYS)
 
     def clear() -> None:
-        keys = txns().localCheckpoint()
-        by_txn = {"source_database": "source_database", "transaction_id": "transaction_id"}
-        _delete_matching(spark, _t(channel, "silver", "outcomes"), keys, by_txn, F.col("t.batch") < batch)
-        _delete_matching(spark, _t(channel, "silver", "txn_errors"), keys, by_txn, F.col("t.silver_batch") < batch)
-        _delete_matching(spark, _t(channel, "gold", "error_queue"), keys, by_txn, F.col("t.plan_id") < batch)
+        by_txn = {k: k for k in KEYS}
+        _delete_matching(spark, _t(channel, "silver", "outcomes"), txns(), by_txn, F.col("t.batch") < batch)
+        _delete_matching(spark, _t(channel, "silver", "txn_errors"), txns(), by_txn, F.col("t.silver_batch") < batch)
+        _delete_matching(spark, _t(channel, "gold", "error_queue"), txns(), by_txn, F.col("t.plan_id") < batch)
 
     silver = _finish(spark, channel, name, batch, last_to, clear, txns)
-    return ExecuteResult(name, batch, chosen, pending is not None, silver)
+    # The count and the oldest few, for the report: bounded.
+    commit = spark.table(_t(channel, "silver", "transactions")).select(*KEYS, "commit_scn")
+    listed = txns().join(commit, KEYS, "left")
+    sample = [(r[0], r[1]) for r in listed.orderBy("commit_scn", *KEYS).limit(SAMPLE).collect()]
+    return ExecuteResult(name, batch, listed.count(), sample, pending is not None, silver)
+
+
+SAMPLE = 20
 
 
 def delete_errors(
     spark: SparkSession, channel: Channel, transaction_id: str | None = None, source_database: str | None = None
-) -> list[tuple[str, str]]:
+) -> int:
     """Remove one error transaction (or all) from the error queue: it is never applied, and
-    its records stay counted as errors. Returns what was removed."""
+    its records stay counted as errors. Returns how many were removed."""
     src = None if source_database is None else check_global_name(source_database, "--source-database")
     create_gold_tables(spark, channel)
-    queued = queued_transactions(spark, channel)
-    chosen = queued if transaction_id is None else [_one(queued, transaction_id, src)]
-    if chosen:
-        _delete_matching(spark, _t(channel, "gold", "error_queue"), spark.createDataFrame(chosen, TXN_DDL),
-                         {"source_database": "source_database", "transaction_id": "transaction_id"})
-    return chosen
+    keys = _queue(spark, channel).select(*KEYS).distinct()
+    if transaction_id is not None:
+        one = _one(spark, channel, transaction_id, src)
+        keys = keys.where((F.col("source_database") == one[0]) & (F.col("transaction_id") == one[1]))
+    keys = keys.localCheckpoint()
+    removed = keys.count()
+    if removed:
+        _delete_matching(spark, _t(channel, "gold", "error_queue"), keys, {k: k for k in KEYS})
+    return removed
 
 
 def format_execute(r: ExecuteResult) -> str:
-    if not r.transactions:
+    if not r.count:
         return "the error queue is empty: nothing to re-execute"
-    lines = [f"re-execution{' (resumed)' if r.resumed else ''}: silver batch {r.batch}"]
-    lines += [f"    {src}  {txn}" for src, txn in r.transactions]
+    lines = [f"re-execution{' (resumed)' if r.resumed else ''} of {r.count} transaction(s): silver batch {r.batch}"]
+    lines += [f"    {src}  {txn}" for src, txn in r.sample]
+    if r.count > len(r.sample):
+        lines.append(f"    … and {r.count - len(r.sample)} more")
     return "\n".join(lines)
 
 

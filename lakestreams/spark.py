@@ -43,6 +43,10 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("LAKESTREAMS_DRIVER_MEMORY", "4g"))
+        # Delta keeps a log (snapshots and their plans) per table path it has touched; a
+        # long session over many tables (the test run, a channel of hundreds) bounds it.
+        .config("spark.driver.extraJavaOptions",
+                f"-Ddelta.log.cacheSize={int(os.environ.get('LAKESTREAMS_DELTA_LOG_CACHE', '1000'))}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # The status store keeps finished jobs, stages, tasks and SQL plans on the driver

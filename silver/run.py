@@ -59,9 +59,10 @@ RULE_OUTCOMES_DDL = (
 REBUILD_ROW = (
     "batch BIGINT, request STRING, state STRING, "
     "tables ARRAY<STRUCT<source_database: STRING, owner: STRING, table_name: STRING>>, "
-    "models ARRAY<STRING>, change_tables ARRAY<STRING>, "
-    "transactions ARRAY<STRUCT<source_database: STRING, transaction_id: STRING>>"
+    "models ARRAY<STRING>, change_tables ARRAY<STRING>"
 )
+#: The transactions a re-execution (a silver batch) derives again.
+REEXECUTIONS_DDL = "batch BIGINT, source_database STRING, transaction_id STRING"
 REBUILDS_DDL = REBUILD_ROW + ", at TIMESTAMP"
 TXN_ERRORS_DDL = (
     "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, "
@@ -96,6 +97,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("targets", TARGETS_DDL),
         ("rule_outcomes", RULE_OUTCOMES_DDL),
         ("rebuilds", REBUILDS_DDL),
+        ("reexecutions", REEXECUTIONS_DDL),
     ):
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
 

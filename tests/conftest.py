@@ -11,9 +11,21 @@ import pytest
 from lakestreams.config import Channel, channel_from_dict
 
 os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
-os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "3g")
+os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "4g")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_delta_logs(request):
+    """Each module's tables live in schemas of their own: once it is done, Delta's cached
+    logs of them (snapshots and their plans) only fill the one session's heap."""
+    yield
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
 
 
 @pytest.fixture(scope="session")

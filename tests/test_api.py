@@ -128,3 +128,60 @@ def test_set_key_columns_matches_the_channel_file_and_refuses_bad_lists(tmp_path
         new_streams(tmp_path, keys=[{"table": "hr.jobs", "columns": ["title"]}, {"table": "HR.JOBS", "columns": ["x"]}])
     with pytest.raises(ConfigError, match="keys\\[0\\].columns: expected a list of column names"):
         new_streams(tmp_path, keys=[{"table": "hr.jobs", "columns": []}])
+
+
+def test_update_conflict_handlers_and_compare_settings_match_the_channel_file(tmp_path):
+    s = new_streams(tmp_path)
+    s.set_update_conflict_handler("hr.regions", "maximum", "updated", "name, updated")
+    s.set_update_conflict_handler("hr.regions", "DISCARD", None, ["note"])
+    s.compare_old_values("hr.regions", "*", operation="DELETE", compare=False)
+    filed = new_streams(
+        tmp_path,
+        update_conflict_handlers=[
+            {"table": "hr.regions", "method": "MAXIMUM", "resolution_column": "UPDATED", "columns": ["name", "updated"]},
+            {"table": "hr.regions", "method": "discard", "columns": "note"},
+        ],
+        compare_old_values=[{"table": "hr.regions", "columns": "*", "operation": "delete"}],
+    )
+    assert s.channel.conflict_handlers == filed.channel.conflict_handlers
+    assert s.channel.compare_old_values == filed.channel.compare_old_values
+    assert [(h.method, h.resolution_column, h.columns) for h in s.channel.conflict_handlers] == [
+        ("MAXIMUM", "UPDATED", ("NAME", "UPDATED")), ("DISCARD", "NOTE", ("NOTE",))]
+    # The same resolution column replaces its handler; no method removes it.
+    s.set_update_conflict_handler("hr.regions", "OVERWRITE", "NOTE", ["note"])
+    s.set_update_conflict_handler("hr.regions", None, "UPDATED", ["name", "updated"])
+    assert [(h.method, h.columns) for h in s.channel.conflict_handlers] == [("OVERWRITE", ("NOTE",))]
+    with pytest.raises(ConfigError, match="column NOTE of HR.REGIONS already has an update conflict handler"):
+        s.set_update_conflict_handler("hr.regions", "DISCARD", "CODE", ["code", "note"])
+    with pytest.raises(ConfigError, match="resolution_column: AMOUNT is not in the column list \\(NAME\\)"):
+        s.set_update_conflict_handler("hr.regions", "MAXIMUM", "amount", ["name"])
+    with pytest.raises(ConfigError, match="MAXIMUM compares a resolution column"):
+        new_streams(tmp_path, update_conflict_handlers=[{"table": "hr.x", "method": "MAXIMUM", "columns": ["a"]}])
+    with pytest.raises(ConfigError, match="'LATEST' is not one of OVERWRITE, DISCARD, MAXIMUM, MINIMUM"):
+        s.set_update_conflict_handler("hr.regions", "latest", "code", ["code"])
+    with pytest.raises(ConfigError, match="operation: 'INSERT' is not one of UPDATE, DELETE"):
+        s.compare_old_values("hr.regions", ["note"], operation="insert")
+    assert [h.method for h in s.channel.conflict_handlers] == ["OVERWRITE"]  # nothing half-set
+
+
+def test_conflict_policy_of_a_target_refuses_columns_it_lacks(tmp_path):
+    from gold.conflicts import Group, policy_for
+    from lakestreams.errors import ApplyError
+    from silver.dictionary import parse_create_table
+
+    jobs = parse_create_table(JOBS_DDL.replace("title VARCHAR2(35)", "title VARCHAR2(35), note VARCHAR2(9)"))
+    s = new_streams(tmp_path)
+    s.set_update_conflict_handler("hr.jobs", "DISCARD", None, ["note"])
+    s.compare_old_values("hr.jobs", ["title"], operation="*", compare=False)
+    s.compare_old_values("hr.jobs", ["title"], operation="DELETE", compare=True)  # later settings win
+    policy = policy_for(s.channel, jobs)
+    assert policy.groups == (Group("DISCARD", "NOTE", ("NOTE",)), Group(None, None, ("TITLE",)))
+    assert policy.update_compared == {"NOTE"} and policy.delete_compared == {"NOTE", "TITLE"}
+    s.set_update_conflict_handler("hr.jobs", "OVERWRITE", None, ["salary"])
+    with pytest.raises(ApplyError, match="OVERWRITE update conflict handler of HR.JOBS names SALARY, which is not a "
+                                         "comparable column of the target \\(comparable: TITLE, NOTE\\)"):
+        policy_for(s.channel, jobs)
+    s.set_update_conflict_handler("hr.jobs", None, "SALARY", ["salary"])
+    s.compare_old_values("hr.jobs", ["job_id"], compare=False)
+    with pytest.raises(ApplyError, match="names key column JOB_ID: rows are found by it"):
+        policy_for(s.channel, jobs)

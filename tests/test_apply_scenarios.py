@@ -48,6 +48,11 @@ def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_
     assert audit.buckets["pending"] == 1
     assert audit.buckets["rolled_back"] == 1
     assert audit.buckets["applied"] == 7
+    # Watermarks: everything committed at or below 500 is decided (t5 rolled back); the
+    # waiting t6 holds the low watermark below its first record (SCN 591).
+    marker = spark.table(ch.storage.table("gold", "apply_consistency").replace("`", "")).collect()
+    assert [(r["source_database"], r["consistent_scn"], r["oldest_pending_scn"]) for r in marker] == [
+        ("DBS1.EXAMPLE.COM", 500, 591)]
 
     # The COMMIT arrives: the waiting transaction applies, and only the new file is read.
     # Changes to rows an earlier plan applied find them in gold: an update, a key move and
@@ -77,8 +82,10 @@ def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_
     run_pipeline(spark, ch)
     assert table_versions(spark, ch) == before
 
-    progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
-    assert progress.agg({"applied_scn": "max"}).first()[0] == 800  # t8; t9 failed
+    progress = spark.table(ch.storage.table("gold", "apply_progress_by_table").replace("`", "")).collect()
+    # t8 is the last applied change; t9 (900) failed, so it is decided and nothing waits.
+    assert [(r["target"], r["low_watermark"], r["high_watermark"], r["oldest_pending_scn"]) for r in progress] == [
+        ("hr__regions", 900, 800, None)]
 
 
 def test_same_file_landed_twice_is_counted_as_duplicate_and_applied_once(spark, tmp_path):

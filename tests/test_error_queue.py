@@ -4,6 +4,7 @@ re-executed once, in SCN order, on what gold holds; or deleted."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from chispa import assert_df_equality
 from conftest import make_channel, table_versions, write_lines
 from records import REGIONS_DDL, SRC, Txn
@@ -11,6 +12,7 @@ from records import REGIONS_DDL, SRC, Txn
 from lakestreams import rebuild as rebuild_module
 from lakestreams.api import Streams
 from lakestreams.audit import run_audit
+from lakestreams.cli import main
 from lakestreams.config import TableSpec
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.pipeline import run_pipeline
@@ -24,7 +26,7 @@ def _queue(spark, ch) -> dict[str, str]:
     return {r["source_transaction_id"]: r["error_message"] for r in view.collect()}
 
 
-def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch):
+def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsys):
     ch = make_channel(tmp_path)
     write_lines(ch, "src", "f1.jsonl", [
         *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
@@ -64,8 +66,21 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="transaction t3 is not in the error queue"):
         s.execute_error(spark, "t3")
 
-    assert s.delete_error(spark, "t6") == [(SRC, "t6")]
+    assert s.delete_error(spark, "t6") == 1
     assert set(_queue(spark, ch)) == {"t4"}
+    # The CLI lists the queue, and wants a transaction or --all to act on.
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
+                                 "schema": ch.storage.schema},
+        "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
+    }))
+    assert main(["errors", "--channel", str(path)]) == 0
+    listed = capsys.readouterr().out
+    assert "1 transaction(s) in the error queue" in listed and "t4  commit SCN 400  3 record(s)" in listed
+    assert "COUNTRIES is not in the source dictionary" in listed
+    assert main(["errors", "execute", "--channel", str(path)]) == 2
+    assert "errors execute: give a transaction id or --all" in capsys.readouterr().err
 
     # COUNTRIES is declared and instantiated; the re-execution of all errors is killed
     # after clearing, refuses other work until finished, then finishes once.
@@ -86,7 +101,7 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch):
         s.execute_error(spark, "t6")
     monkeypatch.setattr(rebuild_module, "derive", real_derive)
     result = s.execute_all_errors(spark)
-    assert result.resumed and result.transactions == [(SRC, "t4")]
+    assert result.resumed and (result.count, result.sample) == (1, [(SRC, "t4")])
     assert_df_equality(spark.table(gold).select("REGION_ID", "REGION_NAME", "NOTE"),
                        spark.createDataFrame([(1, "B", "m"), (2, "C", None)], SCHEMA), ignore_row_order=True)
     assert spark.table(f"{ch.storage.schema_name('gold')}.hr__countries").count() == 1
@@ -95,7 +110,7 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch):
     # Nothing left: no new versions; every record in one bucket (t6 counted as error).
     before = table_versions(spark, s.channel)
     run_pipeline(spark, s.channel)
-    assert s.execute_all_errors(spark).transactions == []
+    assert s.execute_all_errors(spark).count == 0
     assert table_versions(spark, s.channel) == before
     audit = run_audit(spark, s.channel)
     assert audit.ok, audit.problems
