@@ -15,13 +15,12 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lakestreams.config import channel_from_dict  # noqa: E402
-from lakestreams.pipeline import run_pipeline  # noqa: E402
+from common import bench_channel, generator_args, gold_rows, timed_stages  # noqa: E402
+
 from lakestreams.sample import BENCH_OWNER, generate_bench  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
@@ -32,31 +31,19 @@ def run(spark, out: Path, schema: str, tables: int, detect: bool) -> dict:
         {"table": f"{BENCH_OWNER}.T{i:02d}", "columns": "*", "operation": "*", "compare": False}
         for i in range(1, tables + 1)
     ]
-    ch = channel_from_dict(
-        {"name": "bench", "storage": {"schema": schema, "warehouse": f"wh_{schema}", "state": f"state_{schema}"},
-         "landing": [{"name": "bench", "path": "landing/bench", "transactions": "whole_file"}],
-         "compare_old_values": compare},
-        out,
-    )
+    ch = bench_channel(out, {"schema": schema, "warehouse": f"wh_{schema}", "state": f"state_{schema}"},
+                       compare_old_values=compare)
     ensure_schemas(spark, ch.storage)
-    stages = {}
     before = dict(TOTALS)
-    for stage in ("bronze", "silver", "gold"):
-        s = time.perf_counter()
-        run_pipeline(spark, ch, (stage,))
-        stages[stage] = round(time.perf_counter() - s, 1)
+    stages = {k: round(v, 1) for k, v in timed_stages(spark, ch).items()}
     steps = {k: round(v - before.get(k, 0.0), 1) for k, v in sorted(TOTALS.items()) if k.startswith(("plan.", "gold."))}
-    rows = {f"T{i:02d}": spark.table(f"{schema}_gold.bench__t{i:02d}").count() for i in range(1, tables + 1)}
-    return {"stages_s": stages, "steps_s": steps, "rows": rows}
+    return {"stages_s": stages, "steps_s": steps, "rows": gold_rows(spark, ch, tables)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--tables", type=int, default=10)
-    ap.add_argument("--files", type=int, default=10)
+    generator_args(ap, records=200_000, files=10, out="out_conflicts")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_conflicts"))
     args = ap.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)

@@ -17,11 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common import bench_channel, generator_args, gold_rows, timed_stages  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.window import Window  # noqa: E402
 
-from lakestreams.config import channel_from_dict  # noqa: E402
-from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import BENCH_COLUMNS, generate_bench  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
@@ -60,10 +59,7 @@ def floor(spark, files: Path, tables: int, schema: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--tables", type=int, default=10)
-    ap.add_argument("--files", type=int, default=20)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
+    generator_args(ap, records=1_000_000, files=20, out="out")
     args = ap.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -71,21 +67,13 @@ def main() -> None:
     counts = generate_bench(out / "landing", records=args.records, tables=args.tables, files=args.files)
     gen_s = time.perf_counter() - t0
     landed = counts["records"]
-    ch = channel_from_dict(
-        {"name": "bench", "storage": {"schema": "bench"},
-         "landing": [{"name": "bench", "path": "landing/bench", "transactions": "whole_file"}]},
-        out,
-    )
+    ch = bench_channel(out, {"schema": "bench"})
     spark = build_session(ch.storage.warehouse, app_name="lakestreams-bench")
     ensure_schemas(spark, ch.storage)
-    stages = {}
-    for stage in ("bronze", "silver", "gold"):
-        s = time.perf_counter()
-        run_pipeline(spark, ch, (stage,))
-        stages[stage] = time.perf_counter() - s
+    stages = timed_stages(spark, ch)
     total = sum(stages.values())
     floor_s = floor(spark, out / "landing" / "bench", args.tables, "bench_floor")
-    rows = {f"T{i:02d}": spark.table(f"bench_gold.bench__t{i:02d}").count() for i in range(1, args.tables + 1)}
+    rows = gold_rows(spark, ch, args.tables)
     correct = rows == {k: v for k, v in counts["final_rows"].items()}
     result = {
         "records": landed,

@@ -169,7 +169,7 @@ def judge_values(
     also ``_above`` (above the instantiation SCN), the incarnation's ``_first_op`` and
     ``_start_key``, and ``_no_row`` for row_conflicts. Changes at or below the
     instantiation SCN are not judged and leave no state."""
-    out_cols = [c for c in planned.columns]
+    out_cols = list(planned.columns)
     label = f"{table.owner}.{table.name}"
     # Nothing compared (compare_old_values off for every column): no value can conflict.
     cols = policy.columns if policy.update_compared or policy.delete_compared else ()

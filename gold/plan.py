@@ -97,6 +97,10 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_conflicts')} ({CONFLICTS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_watermarks')} ({WATERMARKS_DDL}) USING DELTA")
+    # The views over them, in the spirit of the DBA_APPLY_* views.
+    create_instantiated_objects_view(spark, channel)
+    create_error_view(spark, channel)
+    create_progress_views(spark, channel)
 
 
 INSTANTIATED_OBJECTS_VIEW = "apply_instantiated_objects"
@@ -454,8 +458,6 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     plan = Plan(plan_id, lo, hi)
     inst = effective_instantiation(spark, channel)
     overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
-    create_instantiated_objects_view(spark, channel)
-    create_error_view(spark, channel)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}
@@ -577,7 +579,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     if targets:
         resolved = reduce(DataFrame.unionByName, [resolutions(plans[t[3]], plan_id, t[3]) for t in targets])
         with step("plan.conflicts"):
-            append(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
+            if resolved.limit(1).count() > 0:  # an empty append would still commit a version
+                append(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
     outcome_parts = []
     for owner, name, tdef, model, changes, sources in targets:
         ptable = st.table("silver", plan_table_name(model))
@@ -641,7 +644,6 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
         append(reduce(DataFrame.unionByName, parts), st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
     # The consistency marker: written once per plan, after every gold table of it.
     append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
-    create_progress_views(spark, channel)
     log_state(
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
         GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,

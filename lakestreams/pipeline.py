@@ -141,19 +141,27 @@ def format_rule_report(rows: list[dict]) -> list[str]:
     return lines
 
 
+ERRORS_LISTED = 200  # transactions `lakestreams errors` prints
+
+
 def format_error_queue(spark: SparkSession, channel: Channel) -> str:
-    """The error queue, oldest commit SCN first (one line per failed transaction: metadata)."""
+    """The error queue, oldest commit SCN first: one line per failed transaction, the
+    first ERRORS_LISTED of them (their records stay in the table)."""
     name = channel.storage.table("gold", "error_queue").replace("`", "")
-    if not spark.catalog.tableExists(name):
+    queue = spark.table(name) if spark.catalog.tableExists(name) else None
+    total = queue.count() if queue is not None else 0
+    if not total:
         return "the error queue is empty"
-    rows = spark.table(name).orderBy("commit_scn", "source_database", "transaction_id").collect()
-    if not rows:
-        return "the error queue is empty"
-    lines = [f"{len(rows)} transaction(s) in the error queue (re-execute: lakestreams errors execute TXN | --all)"]
+    # Bounded, and without the records: metadata for the listing.
+    rows = queue.select("source_database", "transaction_id", "commit_scn", "record_count", "plan_id", "error").orderBy(
+        "commit_scn", "source_database", "transaction_id").limit(ERRORS_LISTED).collect()
+    lines = [f"{total} transaction(s) in the error queue (re-execute: lakestreams errors execute TXN | --all)"]
     for r in rows:
         lines.append(f"  {r['source_database']}  {r['transaction_id']}  commit SCN {r['commit_scn']}  "
                      f"{r['record_count']} record(s)  plan {r['plan_id']}")
         lines.append(f"    {r['error']}")
+    if total > len(rows):
+        lines.append(f"  … and {total - len(rows)} more (gold view apply_error holds them all)")
     return "\n".join(lines)
 
 

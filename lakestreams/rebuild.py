@@ -46,7 +46,6 @@ from silver.changes import target_model_name
 from silver.rules import build_clients
 from silver.run import (
     EXECUTE_ALL_ERRORS,
-    EXECUTE_ERROR,
     REBUILD_ROW,
     RUN_ROW,
     SilverResult,
@@ -55,6 +54,8 @@ from silver.run import (
     create_silver_tables,
     derive,
     describe_request,
+    execute_error_request,
+    executed_transaction,
     finish_command,
     late_errors,
     load_dictionary,
@@ -263,9 +264,7 @@ def parse_request(text: str, source_database: str | None = None) -> tuple[str, s
 def _begin(spark: SparkSession, channel: Channel, name: str):
     """The unfinished request of this name to resume (its logged scope row) or None for a new
     one, with the last silver batch and bronze version. Refuses while another request, a
-    silver batch or a plan is unfinished."""
-    create_silver_tables(spark, channel)
-    create_gold_tables(spark, channel)
+    silver batch or a plan is unfinished. The caller has created the silver and gold tables."""
     pending = unfinished_rebuild(spark, channel)
     unfinished, last_batch, last_to = batch_state(spark, channel)
     what = describe_request(name)
@@ -306,6 +305,8 @@ def rebuild(spark: SparkSession, channel: Channel, request: str, source_database
     rules; the caller runs the gold stage next. Resumes an unfinished rebuild of the same request."""
     owner, table, src = parse_request(request, source_database)
     name = f"{owner}.{table}" + (f"@{src}" if src else "")
+    create_silver_tables(spark, channel)
+    create_gold_tables(spark, channel)
     pending, last_batch, last_to = _begin(spark, channel, name)
     if pending is not None:
         batch = int(pending["batch"])
@@ -332,6 +333,7 @@ class ExecuteResult:
 
 
 KEYS = ["source_database", "transaction_id"]
+SAMPLE = 20  # transactions a re-execution lists by id
 
 
 def _queue(spark: SparkSession, channel: Channel) -> DataFrame:
@@ -370,23 +372,23 @@ def execute_errors(
     create_silver_tables(spark, channel)
     create_gold_tables(spark, channel)
     pending = unfinished_rebuild(spark, channel)
-    words = pending["request"].split(" ") if pending is not None else []
+    resuming = executed_transaction(pending["request"]) if pending is not None else None
     if transaction_id is None:
         name = EXECUTE_ALL_ERRORS
-    elif words[:1] == [EXECUTE_ERROR] and words[2] == transaction_id and src in (None, words[1]):
+    elif resuming is not None and resuming[1] == transaction_id and src in (None, resuming[0]):
         name = pending["request"]  # resume it: its queue entry is cleared already
     elif pending is not None:
-        name = f"{EXECUTE_ERROR} {src or '*'} {transaction_id}"  # _begin refuses: another is unfinished
+        name = execute_error_request(src or "*", transaction_id)  # _begin refuses: another is unfinished
     else:
-        name = "{} {} {}".format(EXECUTE_ERROR, *_one(spark, channel, transaction_id, src))
+        name = execute_error_request(*_one(spark, channel, transaction_id, src))
     pending, last_batch, last_to = _begin(spark, channel, name)
     scope = spark.table(_t(channel, "silver", "reexecutions"))
     batch = int(pending["batch"]) if pending is not None else last_batch + 1
     if pending is None:
         queued = _queue(spark, channel).select(*KEYS).distinct()
-        if transaction_id is not None:
-            words = name.split(" ")
-            queued = queued.where((F.col("source_database") == words[1]) & (F.col("transaction_id") == words[2]))
+        one = executed_transaction(name)
+        if one is not None:
+            queued = queued.where((F.col("source_database") == one[0]) & (F.col("transaction_id") == one[1]))
         if queued.limit(1).count() == 0:
             return ExecuteResult(name, 0, 0)
         # The set first (once per batch), then the scope row that makes it the request.
@@ -410,9 +412,6 @@ def execute_errors(
     listed = txns().join(commit, KEYS, "left")
     sample = [(r[0], r[1]) for r in listed.orderBy("commit_scn", *KEYS).limit(SAMPLE).collect()]
     return ExecuteResult(name, batch, listed.count(), sample, pending is not None, silver)
-
-
-SAMPLE = 20
 
 
 def delete_errors(

@@ -121,23 +121,34 @@ def unfinished_rebuild(spark: SparkSession, channel: Channel):
 EXECUTE_ERROR, EXECUTE_ALL_ERRORS = "execute_error", "execute_all_errors"
 
 
+def execute_error_request(source_database: str, transaction_id: str) -> str:
+    """The logged request that re-executes one error transaction (``*``: source not known)."""
+    return f"{EXECUTE_ERROR} {source_database} {transaction_id}"
+
+
+def executed_transaction(request: str) -> tuple[str, str] | None:
+    """(source database, transaction id) of a one-transaction re-execution request."""
+    words = request.split(" ")
+    return (words[1], words[2]) if words[0] == EXECUTE_ERROR else None
+
+
 def finish_command(request: str) -> str:
     """The command that finishes a logged rebuild or re-execution request."""
-    words = request.split(" ")
-    if words[0] == EXECUTE_ALL_ERRORS:
+    if request == EXECUTE_ALL_ERRORS:
         return "lakestreams errors execute --all"
-    if words[0] == EXECUTE_ERROR:
-        return f"lakestreams errors execute {words[2]} --source-database {words[1]}"
+    one = executed_transaction(request)
+    if one is not None:
+        return f"lakestreams errors execute {one[1]} --source-database {one[0]}"
     table, _, src = request.partition("@")
     return f"lakestreams rebuild {table}" + (f" --source-database {src}" if src else "")
 
 
 def describe_request(request: str) -> str:
-    words = request.split(" ")
-    if words[0] in (EXECUTE_ERROR, EXECUTE_ALL_ERRORS):
-        if len(words) == 1:
-            return "the re-execution of all error transactions"
-        return f"the re-execution of {words[2]}" + ("" if words[1] == "*" else f" from {words[1]}")
+    if request == EXECUTE_ALL_ERRORS:
+        return "the re-execution of all error transactions"
+    one = executed_transaction(request)
+    if one is not None:
+        return f"the re-execution of {one[1]}" + ("" if one[0] == "*" else f" from {one[0]}")
     return f"the rebuild of {request}"
 
 

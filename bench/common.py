@@ -1,0 +1,47 @@
+"""What the end-to-end benchmarks share: the generator's arguments, the channel over its
+files, the pipeline's stages timed one by one, and the gold row counts to check."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from lakestreams.config import Channel, channel_from_dict
+from lakestreams.pipeline import run_pipeline
+
+STAGES = ("bronze", "silver", "gold")
+
+
+def generator_args(ap: argparse.ArgumentParser, records: int, files: int, out: str) -> None:
+    """``--records``, ``--tables``, ``--files`` of ``generate_bench`` and the ``--out`` folder."""
+    ap.add_argument("--records", type=int, default=records)
+    ap.add_argument("--tables", type=int, default=10)
+    ap.add_argument("--files", type=int, default=files)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / out))
+
+
+def bench_channel(out: Path, storage: dict[str, Any], **extra: Any) -> Channel:
+    """The generated source (whole-file transactions under ``out/landing/bench``)."""
+    return channel_from_dict(
+        {"name": "bench", "storage": storage,
+         "landing": [{"name": "bench", "path": "landing/bench", "transactions": "whole_file"}], **extra},
+        out,
+    )
+
+
+def timed_stages(spark, channel: Channel) -> dict[str, float]:
+    """Seconds per stage, each run on its own."""
+    stages = {}
+    for stage in STAGES:
+        start = time.perf_counter()
+        run_pipeline(spark, channel, (stage,))
+        stages[stage] = time.perf_counter() - start
+    return stages
+
+
+def gold_rows(spark, channel: Channel, tables: int) -> dict[str, int]:
+    """Rows per generated table (``T01`` …) in gold, to compare with the generator."""
+    gold = channel.storage.schema_name("gold")
+    return {f"T{i:02d}": spark.table(f"{gold}.bench__t{i:02d}").count() for i in range(1, tables + 1)}
