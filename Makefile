@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-rules bench-conflicts lint clean
+.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ bench-rules: $(STAMP)
 
 bench-conflicts: $(STAMP)
 	$(PY) bench/conflicts.py $(BENCH_ARGS)
+
+bench-incremental: $(STAMP)
+	$(PY) bench/incremental.py $(BENCH_ARGS)
+
+bench-many-tables: $(STAMP)
+	$(PY) bench/many_tables.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

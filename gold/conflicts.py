@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from gold.late import after_floors
 from lakestreams.config import Channel
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
@@ -162,13 +163,16 @@ def _judge(x: dict[str, Column], cur: dict[str, Column], policy: Policy, label: 
 
 
 def judge_values(
-    spark: SparkSession, planned: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef, policy: Policy
+    spark: SparkSession, planned: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef, policy: Policy,
+    floors: DataFrame | None = None,
 ) -> DataFrame:
     """``planned`` with value conflicts judged (from a checkpoint): ``_new_present`` without
     discarded columns, ``_cerr`` (the conflict no handler resolves) and ``_resolutions``;
     also ``_above`` (above the instantiation SCN), the incarnation's ``_first_op`` and
     ``_start_key``, and ``_no_row`` for row_conflicts. Changes at or below the
-    instantiation SCN are not judged and leave no state."""
+    instantiation SCN are not judged and leave no state. A decided change (``_decided``:
+    applied history of a re-folded key, ``gold.late``) always applies; what would fail
+    it is ``_derr``, never ``_cerr``."""
     out_cols = list(planned.columns)
     label = f"{table.owner}.{table.name}"
     # Nothing compared (compare_old_values off for every column): no value can conflict.
@@ -180,7 +184,10 @@ def judge_values(
     # the instantiation SCN (an UPDATE or DELETE: its old key is where it starts) picks it.
     name = gold_table.replace("`", "")
     if spark.catalog.tableExists(name):
-        gold = spark.table(name).select(
+        gold = spark.table(name)
+        gold = gold.where(~F.col("_is_deleted")) if "_is_deleted" in gold.columns else gold  # soft deletes
+        gold = after_floors(gold, floors)  # rows a TRUNCATE removes
+        gold = gold.select(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"),
             (F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.lit(None)).cast(row_type).alias("_at_key"),
         )
@@ -204,6 +211,7 @@ def judge_values(
     )
     if not cols:
         return rows.select(*out_cols, "_above", "_first_op", "_start_key", "_no_row", F.lit(None).cast("string").alias("_cerr"),
+                           F.lit(None).cast("string").alias("_derr"),
                            F.array().cast(f"ARRAY<{RESOLUTION}>").alias("_resolutions")).localCheckpoint()
     fields = ("_seq", "_op", "_okey", "_old", "_old_present", "_new", "_new_present")
     # Every change judged as if all before it were applied whole: exact for an incarnation
@@ -225,7 +233,10 @@ def judge_values(
             F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>")).alias("_dropped"),
             F.when(F.col("_judged"), res).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>")).alias("_resolutions"),
         ).localCheckpoint()
-    uneven = judged.where(F.col("_cerr").isNotNull() | (F.size("_dropped") > 0)).select("_root").distinct()
+    # A decided change (applied history of a re-folded key) stays applied whole whatever
+    # it meets; its error only says the new changes contradict it.
+    failing = F.col("_cerr").isNotNull() & ~F.col("_decided")
+    uneven = judged.where(failing | (F.size("_dropped") > 0)).select("_root").distinct()
     with step("plan.values.uneven"):
         has_uneven = uneven.limit(1).count() > 0
     if has_uneven:
@@ -244,7 +255,7 @@ def judge_values(
             err = F.when(x["_judged"], err)
             drop = F.when(x["_judged"], drop).otherwise(F.array().cast("array<string>"))
             resolved = F.when(x["_judged"], resolved).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>"))
-            keep = ~x["_above"] | err.isNotNull()
+            keep = ~x["_above"] | (err.isNotNull() & ~x["_decided"])
             out = F.struct(x["_seq"].alias("_seq"), err.alias("_cerr"), drop.alias("_dropped"), resolved.alias("_resolutions"))
             state = F.struct(*[F.when(keep, acc["cur"][c]).otherwise(after[c]).alias(c) for c in cols])
             return F.struct(state.alias("cur"), F.concat(acc["out"], F.array(out)).alias("out"))
@@ -257,15 +268,19 @@ def judge_values(
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],
         F.array_except("_new_present", "_dropped").alias("_new_present"),
-        "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_resolutions",
+        "_above", "_first_op", "_start_key", "_no_row",
+        F.when(~F.col("_decided"), F.col("_cerr")).alias("_cerr"), F.when(F.col("_decided"), F.col("_cerr")).alias("_derr"),
+        F.when(~F.col("_decided"), F.col("_resolutions")).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>"))
+        .alias("_resolutions"),
     )
 
 
 def value_conflicts(judged: DataFrame) -> DataFrame:
-    """Failures in the plan's (source, transaction, error, failing record) form."""
+    """Failures in the plan's (source, transaction, error, failing record) form, with where
+    the change is (its ``_seq``, ``_root``, ``_decided``, keys)."""
     return judged.where("_cerr IS NOT NULL").select(
         "_source_database", "_transaction_id", F.col("_cerr").alias("_error"),
-        F.lit(None).cast("string").alias("failing_record"))
+        F.lit(None).cast("string").alias("failing_record"), "_seq", "_root", "_decided", "_okey", "_nkey")
 
 
 def resolutions(judged: DataFrame, plan_id: int, model: str) -> DataFrame:

@@ -15,7 +15,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from gold.plan import Plan, TargetPlan
-from lakestreams.config import Channel
+from lakestreams.config import Channel, TargetSpec
 from lakestreams.errors import ApplyError
 
 SOURCE = "lakestreams_plan"
@@ -34,10 +34,16 @@ def _q(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def model_sql(t: TargetPlan) -> str:
-    """The generated model: planned changes of one target above its instantiation SCN."""
+def model_sql(t: TargetPlan, options: TargetSpec | None = None) -> str:
+    """The generated model: planned changes of one target above its instantiation SCN; the
+    target's options (history kind, soft deletes) go to its config."""
     cols = [[c.name, c.type.spark] for c in t.definition.columns]
-    config = json.dumps({"key_columns": list(t.definition.key_columns), "columns": cols})
+    opts = options or TargetSpec(t.owner, t.table)
+    # JSON as Jinja literals: only lists, strings and booleans (Jinja has no null).
+    settings = {"key_columns": list(t.definition.key_columns), "columns": cols, "soft_delete": opts.soft_delete}
+    if opts.history is not None:
+        settings["history"] = opts.history
+    config = json.dumps(settings)
     # Instantiation SCNs belong to the source objects feeding the target (a transformation
     # may have renamed it); global names and owners passed their checks, no quote occurs.
     sources = " or ".join(
@@ -55,8 +61,9 @@ def model_sql(t: TargetPlan) -> str:
     )
 
 
-def model_yml(t: TargetPlan) -> dict:
+def model_yml(t: TargetPlan, options: TargetSpec | None = None) -> dict:
     d = t.definition
+    opts = options or TargetSpec(t.owner, t.table)
     columns = []
     for c in d.columns:
         entry = {
@@ -73,10 +80,15 @@ def model_yml(t: TargetPlan) -> dict:
         "_commit_scn": "Commit SCN of the change that last wrote the row",
         "_commit_time": "Commit time of the change that last wrote the row",
     }
+    if opts.soft_delete:
+        meta["_is_deleted"] = "True once the row was deleted at the source (soft delete): the row stays"
     columns += [{"name": k, "description": v} for k, v in meta.items()]
+    kept = {"scd2": f"; versions in {t.model}__history (SCD type 2)",
+            "timekey": f"; every change in {t.model}__changes (TimeKey)"}.get(opts.history or "", "")
     return {
         "name": t.model,
-        "description": f"Replica of {t.owner}.{t.table} ({d.key_kind} {', '.join(d.key_columns)}), applied by lakestreams_apply.",
+        "description": f"Replica of {t.owner}.{t.table} ({d.key_kind} {', '.join(d.key_columns)}), applied by "
+                       f"lakestreams_apply{kept}.",
         "columns": columns,
         "data_tests": [{"unique_key": {"columns": list(d.key_columns)}}],
     }
@@ -106,11 +118,11 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
                 "tables": tables,
             }
         ],
-        "models": [model_yml(t) for t in all_targets],
+        "models": [model_yml(t, channel.target_options(t.owner, t.table)) for t in all_targets],
     }
     (gen / "_generated.yml").write_text(yaml.safe_dump(sources, sort_keys=False))
     for t in all_targets:
-        (gen / f"{t.model}.sql").write_text(model_sql(t))
+        (gen / f"{t.model}.sql").write_text(model_sql(t, channel.target_options(t.owner, t.table)))
     profile = {
         "lakestreams": {
             "target": "local",
@@ -158,5 +170,9 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
     return run_dbt(
         spark,
         project,
-        ["run", "--select", *models, "--vars", json.dumps({"lakestreams_plan_id": plan.plan_id})],
+        ["run", "--select", *models, "--vars", json.dumps({
+            "lakestreams_plan_id": plan.plan_id,
+            "lakestreams_truncating": [t.model for t in plan.targets if t.truncates],
+            "lakestreams_refolding": [t.model for t in plan.targets if t.refolds],
+        })],
     )

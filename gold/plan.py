@@ -23,6 +23,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
+from gold.late import (
+    CONFLICT_ERRORS,
+    TOMBSTONES_DDL,
+    after_floors,
+    applied_history,
+    contradictions,
+    explained_failures,
+    flag_refold,
+    holders,
+    late_keys,
+    refold,
+    tombstone_rows,
+    truncate_floors,
+)
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
@@ -57,7 +71,9 @@ WATERMARKS_DDL = (
 #: lakestreams' own gold tables (the others are replicas).
 GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks")
 #: Columns of a judged plan that the apply does not read.
-JUDGING_COLUMNS = ("_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_resolutions")
+JUDGING_COLUMNS = (
+    "_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_derr", "_resolutions",
+)
 PROGRESS_DDL = (
     "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, "
     "applied_commit_time TIMESTAMP, records BIGINT, applied_at TIMESTAMP"
@@ -74,6 +90,8 @@ class TargetPlan:
     definition: TableDef
     plan_table: str
     sources: tuple[tuple[str, str, str], ...] = ()  # (source database, owner, table) feeding it
+    truncates: bool = False  # the plan holds a TRUNCATE of it
+    refolds: bool = False  # the plan re-folds keys of it (late changes)
 
 
 @dataclass
@@ -88,11 +106,26 @@ def plan_table_name(model: str) -> str:
     return f"plan__{model}"
 
 
+#: The history tables a target may have next to its replica (SCD2 versions; TimeKey log).
+HISTORY_SUFFIXES = ("__history", "__changes")
+
+
+def history_tables(model: str) -> tuple[str, ...]:
+    return tuple(model + s for s in HISTORY_SUFFIXES)
+
+
+def live_rows(spark: SparkSession, gold_table: str) -> DataFrame:
+    """The rows a replica holds; with soft deletes, those not marked deleted."""
+    df = spark.table(gold_table.replace("`", ""))
+    return df.where(~F.col("_is_deleted")) if "_is_deleted" in df.columns else df
+
+
 def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     st = channel.storage
     # Constant column lists; names quoted by Storage.table from checked identifiers.
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'gold_runs')} ({GOLD_RUNS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'instantiation')} ({INSTANTIATION_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'tombstones')} ({TOMBSTONES_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_conflicts')} ({CONFLICTS_DDL}) USING DELTA")
@@ -278,15 +311,10 @@ def _key_struct(image: str, keys: tuple[str, ...]) -> Column:
     return F.struct(*[F.col(f"{image}.`{k}`").alias(k) for k in keys])
 
 
-def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> DataFrame:
-    """Give each change the id (``_root``) of the row incarnation it belongs to.
-
-    Changes on one key form segments: a segment starts at an INSERT, at an UPDATE that
-    moves a row onto the key, or at a change on a key that held no row. A segment that
-    starts with a key move continues the incarnation of the segment the row came from;
-    those links are followed by pointer jumping, so driver work grows with the length
-    of key-move chains (log2), never with rows.
-    """
+def with_keys(changes: DataFrame, table: TableDef) -> DataFrame:
+    """Each change's operation (``_op``: I, U, D), the key it leaves (``_okey``) and the key
+    it holds after it (``_nkey``); an INSERT's old key is its new key, a DELETE's new key
+    its old key."""
     keys = table.key_columns
     okey = _key_struct("_old", keys)
     # An UPDATE's new key falls back to the old key for key columns it does not change.
@@ -296,12 +324,27 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
             for k in keys
         ]
     )
-    op = F.when(F.col("_command_type") == "INSERT", "I").when(F.col("_command_type") == "DELETE", "D").otherwise("U")
-    c = (
+    op = (
+        F.when(F.col("_command_type") == "INSERT", "I").when(F.col("_command_type") == "DELETE", "D")
+        .when(F.col("_command_type") == "TRUNCATE", "T").otherwise("U")
+    )
+    return (
         changes.withColumn("_op", op)
         .withColumn("_okey", F.when(F.col("_op") == "I", nkey).otherwise(okey))
         .withColumn("_nkey", F.when(F.col("_op") == "D", okey).otherwise(nkey))
     )
+
+
+def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> DataFrame:
+    """Give each change (keyed by ``with_keys``) the id (``_root``) of the row incarnation it belongs to.
+
+    Changes on one key form segments: a segment starts at an INSERT, at an UPDATE that
+    moves a row onto the key, or at a change on a key that held no row. A segment that
+    starts with a key move continues the incarnation of the segment the row came from;
+    those links are followed by pointer jumping, so driver work grows with the length
+    of key-move chains (log2), never with rows.
+    """
+    c = changes
     # Touch events: a change touches its old key (leaving or staying) and its new key.
     events = c.select(
         "_seq", "_op", F.col("_okey").alias("_k"), F.lit("from").alias("_role"), F.col("_okey").alias("_o"), F.col("_nkey").alias("_n")
@@ -369,7 +412,8 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
 
 
 def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
-    """Ordered, rooted changes of one target: the rows its dbt model reads."""
+    """Ordered, rooted changes of one target (keyed by ``with_keys``, flagged by
+    ``gold.late``): the rows its dbt model reads."""
     # One source is ordered by SCN; sources are interleaved by commit time. A source's
     # commit time is made monotone in SCN order (running maximum), so a clock step back
     # at the source can never reorder its own transactions.
@@ -384,6 +428,7 @@ def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
         "_seq", "_root", "_gap", "_taken", "_claim_first", "_op", "_okey", "_nkey", "_old", "_old_present", "_new",
         "_new_present",
         "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
+        "_decided", "_refold_old", "_refold_new",
     )
 
 
@@ -407,7 +452,9 @@ def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> D
     return inst.where(cond).select(F.col("source_database").alias("_source_database"), "instantiation_scn")
 
 
-def row_conflicts(spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef) -> DataFrame:
+def row_conflicts(
+    spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef, floors: DataFrame | None = None
+) -> DataFrame:
     """Transactions whose changes meet the wrong row state, judged in plan order on a
     judged plan (``gold.conflicts.judge_values``):
 
@@ -415,14 +462,20 @@ def row_conflicts(spark: SparkSession, plan_rows: DataFrame, gold_table: str, ta
       INSERT (above the instantiation SCN), and this plan already emptied the key or gold
       holds no row at it; every transaction of that incarnation fails;
     - an INSERT or key move onto a key a row already holds (ORA-00001).
+
+    Each failure keeps where the change is (``FAILURE_WHERE``): a decided change (applied
+    history) does not fail, the new changes it contradicts do (``gold.late``).
     """
     above = plan_rows.where("_above")
     taken = above.where(F.col("_taken"))
     name = gold_table.replace("`", "")
     if spark.catalog.tableExists(name):
-        # The plan's first claim of a key meets the row gold holds there, if any.
-        keys = spark.table(name).select(F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
-        claims = above.where(F.col("_claim_first") & ~F.col("_taken"))
+        # The plan's first claim of a key meets the row gold holds there, if any; a
+        # re-folded key's row is replaced, its history is in the plan.
+        # A row a TRUNCATE of this plan (or before) removes is not there.
+        keys = after_floors(live_rows(spark, name), floors).select(
+            F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
+        claims = above.where(F.col("_claim_first") & ~F.col("_taken") & ~F.col("_refold_new"))
         taken = taken.unionByName(claims.join(keys, claims["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
     missing = plan_rows.where("_no_row").select(
@@ -433,6 +486,7 @@ def row_conflicts(spark: SparkSession, plan_rows: DataFrame, gold_table: str, ta
             F.lit(" (ORA-01403: no data found)"),
         ).alias("_error"),
         F.lit(None).cast("string").alias("failing_record"),
+        *FAILURE_WHERE, F.lit(True).alias("_missing"),
     )
     duplicate = taken.select(
         "_source_database",
@@ -443,8 +497,41 @@ def row_conflicts(spark: SparkSession, plan_rows: DataFrame, gold_table: str, ta
             F.lit(" taken by another row (ORA-00001: unique constraint violated)"),
         ).alias("_error"),
         F.lit(None).cast("string").alias("failing_record"),
+        *FAILURE_WHERE, F.lit(False).alias("_missing"),
     )
     return missing.unionByName(duplicate)
+
+
+#: Where a failing change is: what ``first_failures`` compares (with the target, ``_model``).
+FAILURE_WHERE = ("_seq", "_root", "_decided", "_okey", "_nkey")
+
+
+def first_failures(found: DataFrame) -> DataFrame:
+    """The failures no earlier failure can explain: a change is judged as if every change
+    before it applied, so one that follows a failing change on the same row incarnation or
+    key may only fail because of it. Those wait for the next round, which plans without
+    the failed transactions (and so converges: each round fails the first ones). The
+    changes of an incarnation that has no row (``_missing``) all fail at once."""
+    # A place: a target's incarnation or key (``found`` holds every target's, ``_model``).
+    where = F.array_distinct(F.array(
+        F.concat(F.col("_model"), F.lit(" r:"), F.col("_root")), F.concat(F.col("_model"), F.lit(" k:"), F.col("_ko")),
+        F.concat(F.col("_model"), F.lit(" k:"), F.col("_kn")),
+    ))
+    at = found.select("_model", "_seq", "_root", "_missing", F.explode(where).alias("_at")).distinct()
+    # Per place: the first other failure, the first missing-row failure per incarnation,
+    # and the first of another incarnation than the earliest one's (aggregates, no pairs).
+    other = at.where(~F.col("_missing")).groupBy("_at").agg(F.min("_seq").alias("_other"))
+    per_root = at.where("_missing").groupBy("_at", "_root").agg(F.min("_seq").alias("_rmin"))
+    first = per_root.groupBy("_at").agg(F.min("_rmin").alias("_m1"), F.min_by("_root", "_rmin").alias("_r1"))
+    second = per_root.join(first, "_at").where(F.col("_root") != F.col("_r1")).groupBy("_at").agg(
+        F.min("_rmin").alias("_m2"))
+    ranked = at.join(other, "_at", "left").join(first, "_at", "left").join(second, "_at", "left")
+    missing_before = F.when(F.col("_missing") & (F.col("_root") == F.col("_r1")), F.col("_m2")).otherwise(F.col("_m1"))
+    later = ranked.where(
+        (F.col("_other") < F.col("_seq")) | F.coalesce(missing_before < F.col("_seq"), F.lit(False))
+    ).select("_model", "_seq").distinct()
+    return found.join(later, ["_model", "_seq"], "left_anti").select(
+        "_source_database", "_transaction_id", "_error", "failing_record")
 
 
 def run_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -461,12 +548,17 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}
-    existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
+    earlier: dict[tuple[str, str], list[DataFrame]] = {}
+    # Only the change tables silver wrote in the plan's batches have work: the others
+    # (a channel of many quiet tables) cost nothing here. One row per change table.
+    written = {r[0] for r in spark.table(st.table("silver", "targets").replace("`", "")).where(
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)).select("change_table").distinct().collect()}
     for src, sowner, sname, tdef, chg in load_targets(spark, channel):
-        if chg not in existing:
+        if chg not in written:
             continue
-        df = spark.table(st.table("silver", chg).replace("`", "")).where(in_range)
-        per_source.setdefault((tdef.owner, tdef.name), []).append((src, df, (src, sowner, sname), tdef))
+        full = spark.table(st.table("silver", chg).replace("`", ""))
+        per_source.setdefault((tdef.owner, tdef.name), []).append((src, full.where(in_range), (src, sowner, sname), tdef))
+        earlier.setdefault((tdef.owner, tdef.name), []).append(full.where(F.col("_silver_batch") < lo))
     # 1. Transactions that fail, decided once for all tables. Instantiation SCNs are set
     #    for source objects, whatever name a transformation gives the target.
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error"]
@@ -508,33 +600,103 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    the conflicts) of the others cannot change.
     plans: dict[str, DataFrame] = {}
     conflicts: dict[str, DataFrame] = {}
+    truncated: dict[str, DataFrame] = {}
+    # Targets with tombstones, and with a TRUNCATE applied before (one row per target: metadata).
+    marks = spark.table(st.table("silver", "tombstones").replace("`", "")).groupBy("target").agg(
+        F.max(F.col("key").isNull().cast("int")).alias("floor")).collect()
+    tombstoned = {r["target"] for r in marks}
+    has_floor = {t[3]: any(r["target"] == t[3] and r["floor"] for r in marks) for t in targets}
     # Handlers and compared columns per target; a setting naming a column the target
     # lacks stops the plan here, before any write.
     policies = {t[3]: policy_for(channel, t[2]) for t in targets}
     dirty = {t[3] for t in targets}
+    # Keys where a new change is late, and their applied history, once per target. Which
+    # targets have late changes or TRUNCATEs is found for all targets in one job (a row
+    # per target and late key: the keys stay in Spark, only target names reach the driver).
+    applied = spark.table(st.table("silver", "outcomes").replace("`", "")).where(
+        "stage = 'plan' AND bucket = 'applied'"
+    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
+             "owner", "table_name")
+    gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
+    stamped, truncating = [], []
+    for _owner, _name, tdef, model, changes, sources in targets:
+        new = with_keys(changes.where("_error IS NULL"), tdef).join(F.broadcast(_table_inst(inst, sources)), "_source_database")
+        new = new.where(F.col("_commit_scn") > F.col("instantiation_scn"))
+        truncating.append(new.where(F.col("_op") == "T").select(F.lit(model).alias("_model")).limit(1))
+        if model in gold_tables or has_floor[model] or model in tombstoned:
+            stamps = holders(spark, st.table("gold", model), st.table("silver", "tombstones"), model, tdef)
+            stamped.append(late_keys(new.where(F.col("_op") != "T"), stamps).withColumn("_model", F.lit(model)))
+    with step("plan.late"):
+        seeds = reduce(DataFrame.unionByName, stamped).localCheckpoint() if stamped else None
+        late_models = set() if seeds is None else {r[0] for r in seeds.select("_model").distinct().collect()}
+        truncated_models = {r[0] for r in reduce(DataFrame.unionByName, truncating).collect()} if truncating else set()
+
+    def late_work(t: tuple) -> tuple[str, DataFrame | None, DataFrame | None]:
+        owner, name, tdef, model, _changes, _sources = t
+        if model not in late_models:
+            return model, None, None
+        with step("plan.late.history"):
+            history = applied_history(
+                with_keys(reduce(DataFrame.unionByName, earlier[(owner, name)]), tdef),
+                applied.where((F.col("owner") == owner) & (F.col("table_name") == name)).drop("owner", "table_name").distinct(),
+            )
+            keys, rows = refold(spark, seeds.where(F.col("_model") == model).select("_kj"), history)
+        return model, keys, rows.withColumn("_decided", F.lit(True))
+
+    with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
+        late = {model: (keys, rows) for model, keys, rows in pool.map(late_work, targets)}
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
 
         def plan_target(t: tuple, bad: DataFrame = bad) -> tuple[str, DataFrame, DataFrame]:
             _owner, _name, tdef, model, changes, sources = t
-            ok = changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL")
+            ok = with_keys(changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL"), tdef)
+            ok = ok.withColumn("_decided", F.lit(False))
             tinst, gold = _table_inst(inst, sources), st.table("gold", model)
+            # TRUNCATEs are not row changes: each is a floor no change ordered before it passes.
+            truncates = None
+            if model in truncated_models:
+                truncates = ok.where(F.col("_op") == "T").join(F.broadcast(tinst), "_source_database").where(
+                    F.col("_commit_scn") > F.col("instantiation_scn")).drop("instantiation_scn").localCheckpoint()
+            floors = None
+            if truncates is not None or has_floor[model]:
+                floors = truncate_floors(spark, st.table("silver", "tombstones"), model, truncates).localCheckpoint()
+            ok = ok.where(F.col("_op") != "T")
+            refold_keys, history = late[model]
+            if history is not None:
+                ok = ok.unionByName(history.select(*ok.columns))
+            ok = after_floors(ok, floors)
             with step("plan.order"):
-                judged = judge_values(spark, build_target_plan(ok, tdef), tinst, gold, tdef, policies[model])
-            return model, judged, row_conflicts(spark, judged, gold, tdef).unionByName(value_conflicts(judged))
+                planned = build_target_plan(flag_refold(ok, refold_keys), tdef)
+                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors)
+            rows = row_conflicts(spark, judged, gold, tdef, floors)
+            others = value_conflicts(judged)
+            if history is not None:
+                # Applied history does not fail: the new changes it contradicts do.
+                decided = rows.where("_decided").select("_okey", "_nkey", F.col("_error").alias("_derr")).unionByName(
+                    judged.where(F.col("_derr").isNotNull()).select("_okey", "_nkey", "_derr"))
+                others = others.unionByName(contradictions(judged, decided, tdef))
+                rows = rows.where(~F.col("_decided"))
+            found = rows.unionByName(others.withColumn("_missing", F.lit(False)))
+            # Keys as text: every target's failures go into one table.
+            found = found.select("_source_database", "_transaction_id", "_error", "failing_record", "_seq", "_root",
+                                 "_missing", F.lit(model).alias("_model"), F.to_json("_okey").alias("_ko"),
+                                 F.to_json("_nkey").alias("_kn"))
+            return model, judged, found, truncates
 
         # Targets are planned independently; their small Spark jobs wait mostly on
         # scheduling, so a few run at once.
         with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
-            for model, judged, found in pool.map(plan_target, [t for t in targets if t[3] in dirty]):
-                plans[model], conflicts[model] = judged, found
+            for model, judged, found, truncs in pool.map(plan_target, [t for t in targets if t[3] in dirty]):
+                plans[model], conflicts[model], truncated[model] = judged, found, truncs
         if not conflicts:
             break
-        new = (
+        found = (
             reduce(DataFrame.unionByName, conflicts.values())
             .join(bad, ["_source_database", "_transaction_id"], "left_anti")
             .localCheckpoint()
         )
+        new = first_failures(found).localCheckpoint()
         if new.limit(1).count() == 0:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
@@ -581,14 +743,28 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         with step("plan.conflicts"):
             if resolved.limit(1).count() > 0:  # an empty append would still commit a version
                 append(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
+        # Keys the plan's applied changes vacate: a late change there is re-folded.
+        vacated = reduce(DataFrame.unionByName, [
+            tombstone_rows(plans[t[3]], truncated.get(t[3]), plan_id, t[3]) for t in targets])
+        with step("plan.tombstones"):
+            if vacated.limit(1).count() > 0:
+                append(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
     outcome_parts = []
     for owner, name, tdef, model, changes, sources in targets:
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
-            overwrite(plans[model].drop(*JUDGING_COLUMNS), ptable, f"gold.plan.{model}", plan_id)
-            has_rows = plans[model].limit(1).count() > 0
+            rows = plans[model].drop(*JUDGING_COLUMNS)
+            # A TRUNCATE rides along as a row of its own (_op T, no incarnation) for the apply.
+            truncs = truncated.get(model)
+            if truncs is not None:
+                rows = rows.unionByName(truncs.select(*[c for c in truncs.columns if c in rows.columns]),
+                                        allowMissingColumns=True)
+            overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
+            truncates = truncated.get(model) is not None and truncated[model].limit(1).count() > 0
+            has_rows = truncates or plans[model].limit(1).count() > 0
         if has_rows:
-            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources))
+            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
+                                           late[model][0] is not None))
         tagged = changes.join(
             bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
         ).join(_table_inst(inst, sources), "_source_database", "left")
@@ -630,7 +806,7 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     for t in plan.targets:
         rows = spark.table(st.table("silver", t.plan_table).replace("`", "")).join(
             _table_inst(inst, t.sources), "_source_database"
-        ).where(F.col("_commit_scn") > F.col("instantiation_scn"))
+        ).where((F.col("_commit_scn") > F.col("instantiation_scn")) & ~F.col("_decided"))
         parts.append(
             rows.groupBy("_source_database").agg(
                 F.max("_commit_scn").alias("applied_scn"), F.max("_commit_time").alias("applied_commit_time"), F.count("*").alias("records")
@@ -648,3 +824,31 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
         GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,
     )
+
+
+def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
+    """Error transactions of earlier plans that failed on a conflict (no row, a taken key,
+    other values) at a key where a change this plan applied comes first in commit order:
+    they landed before a change they depend on, and are worth re-executing now."""
+    st = channel.storage
+    queue = spark.table(st.table("gold", "error_queue").replace("`", "")).where(F.col("plan_id") < plan.plan_id)
+    queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
+    if not plan.targets or queue.limit(1).count() == 0:
+        return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
+    inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
+    models = {t.model for t in plan.targets}
+    existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
+    derived: dict[str, list[DataFrame]] = {}
+    for _src, _o, _n, tdef, chg in load_targets(spark, channel):
+        model = target_model_name(tdef.owner, tdef.name)
+        if model in models and chg in existing:
+            derived.setdefault(model, []).append(spark.table(st.table("silver", chg).replace("`", "")))
+    pairs = []
+    for t in plan.targets:
+        # A target the plan did not touch keeps the plan table of an earlier plan.
+        now = spark.table(st.table("silver", t.plan_table).replace("`", "")).where(
+            F.col("_plan_id") == plan.plan_id
+        ).join(_table_inst(inst, t.sources), "_source_database").where(
+            (F.col("_commit_scn") > F.col("instantiation_scn")) & ~F.col("_decided"))
+        pairs.append((now, with_keys(reduce(DataFrame.unionByName, derived[t.model]), t.definition)))
+    return explained_failures(spark, queue, pairs)

@@ -38,6 +38,7 @@ from lakestreams.config import (
     conflict_handler,
     load_channel,
     split_table_name,
+    target_spec,
 )
 from lakestreams.errors import ConfigError
 from silver.rules import build_clients, describe
@@ -291,6 +292,18 @@ class Streams:
         if column_list is not None:
             kept = (*kept, KeySpec(owner, table, check_key_columns(column_list, "column_list")))
         self.channel = self.channel.replace(keys=kept)
+
+    def set_target_options(self, object_name: str, history: str | None = None, soft_delete: bool = False) -> None:
+        """Keep a history next to the replica (``'scd2'``: versions with valid-from/valid-to
+        SCNs in ``<model>__history``; ``'timekey'``: every applied change in
+        ``<model>__changes``) and/or mark deleted rows instead of removing them
+        (``soft_delete``). Neither removes the options. They apply from the next plan."""
+        owner, table = split_table_name(object_name, "object_name")
+        kept = tuple(t for t in self.channel.targets if (t.owner, t.table) != (owner, table))
+        if history is not None or soft_delete:
+            spec = target_spec({"table": object_name, "history": history, "soft_delete": soft_delete}, "target options")
+            kept = (*kept, spec)
+        self.channel = self.channel.replace(targets=kept)
 
     def set_update_conflict_handler(
         self, object_name: str, method_name: str | None, resolution_column: str | None,

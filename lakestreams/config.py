@@ -360,6 +360,41 @@ def compare_setting(data: dict[str, Any], where: str) -> CompareSpec:
     return CompareSpec(owner, table, columns, operation, _bool(d["compare"], f"{where}.compare"))
 
 
+HISTORY_KINDS = ("scd2", "timekey")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What a target table keeps besides its replica: a history (``scd2``: one version per
+    transaction with valid-from/valid-to SCNs; ``timekey``: an append-only log of every
+    applied change with its operation and SCN, as HVR's TimeKey) and whether a DELETE
+    only marks the replica's row (``soft_delete``: ``_is_deleted`` true)."""
+
+    owner: str
+    table: str
+    history: str | None = None
+    soft_delete: bool = False
+
+
+def target_spec(item: Any, where: str) -> TargetSpec:
+    d = _take(item, where, {"table": _REQUIRED, "history": None, "soft_delete": False})
+    owner, table = split_table_name(d["table"], f"{where}.table")
+    history = None if d["history"] is None else _choice(d["history"], f"{where}.history", HISTORY_KINDS)
+    soft = _bool(d["soft_delete"], f"{where}.soft_delete")
+    if history is None and not soft:
+        raise ConfigError(f"{where}: give history ({', '.join(HISTORY_KINDS)}) or soft_delete: true")
+    return TargetSpec(owner, table, history, soft)
+
+
+def check_targets(specs: Sequence[TargetSpec], wheres: Sequence[str]) -> tuple[TargetSpec, ...]:
+    seen = set()
+    for s, where in zip(specs, wheres, strict=True):
+        if (s.owner, s.table) in seen:
+            raise ConfigError(f"{where}: {s.owner}.{s.table} is given target options twice")
+        seen.add((s.owner, s.table))
+    return tuple(specs)
+
+
 @dataclass(frozen=True)
 class TypePolicy:
     """How Oracle types without a stated precision map to Spark."""
@@ -379,10 +414,18 @@ class Channel:
     keys: tuple[KeySpec, ...] = ()
     conflict_handlers: tuple[ConflictHandlerSpec, ...] = ()
     compare_old_values: tuple[CompareSpec, ...] = ()
+    targets: tuple[TargetSpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
     transformation_modules: tuple[str, ...] = ()
     source_path: Path | None = None
+
+    def target_options(self, owner: str, table: str) -> TargetSpec:
+        """The options of a target table (none: a replica only)."""
+        for t in self.targets:
+            if (t.owner, t.table) == (owner, table):
+                return t
+        return TargetSpec(owner, table)
 
     def client(self, streams_type: str) -> ClientSpec | None:
         for c in self.clients:
@@ -576,6 +619,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "keys": [],
             "update_conflict_handlers": [],
             "compare_old_values": [],
+            "targets": [],
             "transformation_modules": [],
         },
     )
@@ -670,7 +714,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         if any((k.owner, k.table) == (owner, table) for k in keys):
             raise ConfigError(f"{where}: {owner}.{table} is given a substitute key twice")
         keys.append(KeySpec(owner, table, check_key_columns(kd["columns"], f"{where}.columns")))
-    for key in ("update_conflict_handlers", "compare_old_values"):
+    for key in ("update_conflict_handlers", "compare_old_values", "targets"):
         if not isinstance(d[key], list):
             raise ConfigError(f"{key}: expected a list")
     handler_wheres = [f"update_conflict_handlers[{i}]" for i in range(len(d["update_conflict_handlers"]))]
@@ -679,6 +723,8 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         handler_wheres,
     )
     compares = tuple(compare_setting(c, f"compare_old_values[{i}]") for i, c in enumerate(d["compare_old_values"]))
+    target_wheres = [f"targets[{i}]" for i in range(len(d["targets"]))]
+    targets = check_targets([target_spec(t, w) for t, w in zip(d["targets"], target_wheres, strict=True)], target_wheres)
     modules = d["transformation_modules"]
     if not isinstance(modules, list) or not all(
         isinstance(m, str) and all(IDENTIFIER.fullmatch(p) for p in m.split(".")) for m in modules
@@ -695,6 +741,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         keys=tuple(keys),
         conflict_handlers=handlers,
         compare_old_values=compares,
+        targets=targets,
         types=types,
         source_path=source_path,
     )

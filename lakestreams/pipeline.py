@@ -9,13 +9,31 @@ from pyspark.sql import functions as F
 
 from bronze.ingest import IngestCounts, run_bronze
 from gold.dbt import apply_targets
-from gold.plan import GOLD_META_TABLES, Plan, TargetPlan, plan_table_name, record_progress, run_plan
+from gold.plan import (
+    GOLD_META_TABLES,
+    Plan,
+    TargetPlan,
+    create_gold_tables,
+    explained_by_plan,
+    plan_table_name,
+    record_progress,
+    run_plan,
+    unfinished_plan,
+)
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
+from lakestreams.rebuild import retry_explained
 from lakestreams.spark import ensure_schemas
 from lakestreams.timing import step
 from silver.changes import target_model_name
-from silver.run import SilverResult, load_targets, run_silver
+from silver.run import (
+    SilverResult,
+    create_silver_tables,
+    is_retry,
+    load_targets,
+    run_silver,
+    unfinished_rebuild,
+)
 
 STAGES = ("bronze", "silver", "gold")
 
@@ -26,6 +44,7 @@ class RunResult:
     silver: list[SilverResult] = field(default_factory=list)
     plan: Plan | None = None
     dbt: list[tuple[str, str, str]] = field(default_factory=list)
+    retried: int = 0  # error transactions re-executed because a late change explained them
 
 
 def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
@@ -53,6 +72,33 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
     return plan, results
 
 
+#: Plans in one run that re-execute the conflicts the plan before explained.
+MAX_RETRY_ROUNDS = 4
+
+
+def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult) -> bool:
+    """Re-execute the error transactions ``plan`` explained (``explained_by_plan``): they
+    failed on a conflict that a change landing later, but ordered before them, removes.
+    True when some were re-executed (their silver batch waits for the next plan)."""
+    if plan.plan_id is None:
+        return False
+    with step("gold.retry"):
+        r = retry_explained(spark, channel, plan.plan_id, explained_by_plan(spark, channel, plan))
+    if r.count:
+        result.retried += r.count
+        result.silver.append(r.silver)
+    return r.count > 0
+
+
+def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
+    """The last applied plan, with every target (their plan tables hold that plan)."""
+    runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", "")).where("state = 'applied'")
+    row = runs.orderBy(F.desc("plan_id")).first()  # one row: metadata
+    if row is None:
+        return Plan()
+    return Plan(int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]), known_targets(spark, channel))
+
+
 def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] = STAGES) -> RunResult:
     """Run the chosen stages in order; each is idempotent and restartable."""
     ensure_schemas(spark, channel.storage)
@@ -60,16 +106,29 @@ def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] 
     if "bronze" in stages:
         result.bronze = run_bronze(spark, channel)
     if "silver" in stages:
-        from silver.run import create_silver_tables
-
         create_silver_tables(spark, channel)
+        pending = unfinished_rebuild(spark, channel)
+        if pending is not None and is_retry(pending["request"]):
+            # A run killed while re-executing explained conflicts: finish that first.
+            r = retry_explained(spark, channel, int(pending["request"].split(" ")[1]), None)
+            result.retried += r.count
+            result.silver.append(r.silver)
         while True:
             r = run_silver(spark, channel)
             if r.batch is None:
                 break
             result.silver.append(r)
     if "gold" in stages:
+        create_gold_tables(spark, channel)
+        if unfinished_plan(spark, channel) is None:
+            # The last plan's explained conflicts, in case a run was killed before retrying them.
+            retry_conflicts(spark, channel, last_applied_plan(spark, channel), result)
         result.plan, result.dbt = run_gold(spark, channel)
+        for _ in range(MAX_RETRY_ROUNDS):
+            if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
+                break
+            result.plan, more = run_gold(spark, channel)
+            result.dbt += more
     return result
 
 

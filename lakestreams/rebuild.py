@@ -37,7 +37,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from gold.plan import create_gold_tables, plan_table_name, unfinished_plan
+from gold.plan import create_gold_tables, history_tables, plan_table_name, unfinished_plan
 from lakestreams.config import Channel, check_global_name, split_table_name
 from lakestreams.delta_io import append, log_state
 from lakestreams.errors import ConfigError, ReplicationError
@@ -61,6 +61,7 @@ from silver.run import (
     load_dictionary,
     load_targets,
     released_records,
+    retry_request,
     unfinished_rebuild,
 )
 from silver.simulate import released_history
@@ -220,7 +221,8 @@ def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> N
         drop_table(spark, st.table("silver", cname))
     for model in scope.models:
         drop_table(spark, st.table("silver", plan_table_name(model)))
-        drop_table(spark, st.table("gold", model))
+        for name in (model, *history_tables(model)):
+            drop_table(spark, st.table("gold", name))
     tables = spark.createDataFrame(scope.tables, SCOPE_DDL)
     txns = _scope_transactions(spark, channel, scope.tables).localCheckpoint()
     by_txn = {"source_database": "source_database", "transaction_id": "transaction_id"}
@@ -381,14 +383,33 @@ def execute_errors(
         name = execute_error_request(src or "*", transaction_id)  # _begin refuses: another is unfinished
     else:
         name = execute_error_request(*_one(spark, channel, transaction_id, src))
+    queued = _queue(spark, channel).select(*KEYS).distinct()
+    one = executed_transaction(name)
+    if one is not None:
+        queued = queued.where((F.col("source_database") == one[0]) & (F.col("transaction_id") == one[1]))
+    return _execute(spark, channel, name, queued)
+
+
+def retry_explained(spark: SparkSession, channel: Channel, plan_id: int, explained: DataFrame | None) -> ExecuteResult:
+    """Re-execute the error transactions a plan explained (``gold.plan.explained_by_plan``):
+    they failed on a conflict at a key where a change that lands later comes first. Same
+    steps as ``execute_errors``; resumes the request when ``explained`` is None."""
+    create_silver_tables(spark, channel)
+    create_gold_tables(spark, channel)
+    name = retry_request(plan_id)
+    queued = _queue(spark, channel).select(*KEYS).distinct()
+    # Resuming, the set is the one logged; a new request without one has nothing to do.
+    queued = queued.join(explained, KEYS, "left_semi") if explained is not None else queued.limit(0)
+    return _execute(spark, channel, name, queued)
+
+
+def _execute(spark: SparkSession, channel: Channel, name: str, queued: DataFrame) -> ExecuteResult:
+    """Re-execute request ``name`` over the queued transactions ``queued`` (read only when
+    the request is new; a resumed one has its set in ``silver.reexecutions``)."""
     pending, last_batch, last_to = _begin(spark, channel, name)
     scope = spark.table(_t(channel, "silver", "reexecutions"))
     batch = int(pending["batch"]) if pending is not None else last_batch + 1
     if pending is None:
-        queued = _queue(spark, channel).select(*KEYS).distinct()
-        one = executed_transaction(name)
-        if one is not None:
-            queued = queued.where((F.col("source_database") == one[0]) & (F.col("transaction_id") == one[1]))
         if queued.limit(1).count() == 0:
             return ExecuteResult(name, 0, 0)
         # The set first (once per batch), then the scope row that makes it the request.

@@ -130,7 +130,6 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
             errors.append(
                 F.when(cmd == "INSERT", F.when(~_is_value("new_values", c), F.lit(f"INSERT has no value for key column {k}")))
             )
-    errors.append(F.when(cmd == "TRUNCATE", F.lit("TRUNCATE is not applied yet")))
     # An UPDATE migrated to an INSERT must carry the whole row: a column in neither image
     # means the source did not log it (supplemental logging), and half a row is not applied.
     not_logged = F.array_except(known, new_present)

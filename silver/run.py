@@ -119,6 +119,16 @@ def unfinished_rebuild(spark: SparkSession, channel: Channel):
 
 #: Requests of the re-derivation log that re-execute error transactions (the others rebuild a table).
 EXECUTE_ERROR, EXECUTE_ALL_ERRORS = "execute_error", "execute_all_errors"
+RETRY_CONFLICTS = "retry_conflicts"
+
+
+def retry_request(plan_id: int) -> str:
+    """The logged request that re-executes the conflicts plan ``plan_id`` explained."""
+    return f"{RETRY_CONFLICTS} {plan_id}"
+
+
+def is_retry(request: str) -> bool:
+    return request.split(" ")[0] == RETRY_CONFLICTS
 
 
 def execute_error_request(source_database: str, transaction_id: str) -> str:
@@ -136,6 +146,8 @@ def finish_command(request: str) -> str:
     """The command that finishes a logged rebuild or re-execution request."""
     if request == EXECUTE_ALL_ERRORS:
         return "lakestreams errors execute --all"
+    if is_retry(request):
+        return "lakestreams run"
     one = executed_transaction(request)
     if one is not None:
         return f"lakestreams errors execute {one[1]} --source-database {one[0]}"
@@ -146,6 +158,8 @@ def finish_command(request: str) -> str:
 def describe_request(request: str) -> str:
     if request == EXECUTE_ALL_ERRORS:
         return "the re-execution of all error transactions"
+    if is_retry(request):
+        return f"the re-execution of the conflicts plan {request.split(' ')[1]} explained"
     one = executed_transaction(request)
     if one is not None:
         return f"the re-execution of {one[1]}" + ("" if one[0] == "*" else f" from {one[0]}")

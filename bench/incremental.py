@@ -1,0 +1,126 @@
+"""Incremental and late-record benchmark: what a run costs after a long history.
+
+One generated change stream (``generate_bench``) of ``--files`` files, each 1% of it
+when ``--files 100``. Two channels run in one process and session:
+
+- **in order**: files 1..N-1 in one run (the full run), then a run with nothing new
+  (idle), then file N (the 1% run). The figure: the 1% run above idle, as a share of
+  the full run above idle.
+- **late**: files 1..N-1 without some transactions of file N/2 (``--late`` of the 1%
+  run's records), then file N and the held-back transactions in one run. The held-back
+  records are late: later changes to their keys were applied a run before, and the
+  changes that depend on them failed and wait in the error queue. The figure: that run
+  against the in-order 1% run.
+
+Both channels must end with the generator's final row counts and an empty error queue.
+Usage: ``python bench/incremental.py [--records N] [--tables T] [--files F] [--late S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import bench_channel, generator_args, gold_rows  # noqa: E402
+
+from lakestreams.pipeline import run_pipeline  # noqa: E402
+from lakestreams.sample import generate_bench  # noqa: E402
+from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+
+
+def timed_run(spark, channel) -> tuple[float, int]:
+    start = time.perf_counter()
+    result = run_pipeline(spark, channel)
+    return round(time.perf_counter() - start, 1), result.retried
+
+
+def hold_back(lines: list[str], records: int) -> tuple[list[str], list[str]]:
+    """Split one file's lines: whole transactions of about ``records`` records held back
+    (the file's first ones, so later changes in the history depend on them), the rest kept."""
+    held, kept, txns = [], [], set()
+    for line in lines:
+        txn = json.loads(line)["transaction_id"]
+        if txn in txns or len(held) < records:
+            txns.add(txn)
+            held.append(line)
+        else:
+            kept.append(line)
+    return held, kept
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    generator_args(ap, records=200_000, files=100, out="out_incremental")
+    ap.add_argument("--late", type=float, default=0.05, help="late records as a share of the 1%% run")
+    args = ap.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    counts = generate_bench(out / "generated", records=args.records, tables=args.tables, files=args.files)
+    files = sorted((out / "generated" / "bench").glob("changes_*.jsonl"))
+    spark = build_session(out / "wh", app_name="lakestreams-bench-incremental")
+
+    def channel(schema: str):
+        ch = bench_channel(out / schema, {"schema": schema, "warehouse": "wh", "state": "state"})
+        ensure_schemas(spark, ch.storage)
+        (out / schema / "landing" / "bench").mkdir(parents=True, exist_ok=True)
+        return ch
+
+    def land(schema: str, name: str, lines: list[str]) -> None:
+        (out / schema / "landing" / "bench" / name).write_text("".join(lines))
+
+    last_lines = files[-1].read_text().splitlines(keepends=True)
+    # In order: the history, nothing new, then the last file.
+    a = channel("inorder")
+    for f in files[:-1]:
+        shutil.copy(f, out / "inorder" / "landing" / "bench" / f.name)
+    full_s, _ = timed_run(spark, a)
+    idle_s, _ = timed_run(spark, a)
+    land("inorder", files[-1].name, last_lines)
+    incr_s, _ = timed_run(spark, a)
+    # Late: a middle file's first transactions land with the last file.
+    b = channel("late")
+    middle = files[len(files) // 2]
+    held, kept = hold_back(middle.read_text().splitlines(keepends=True), int(args.late * len(last_lines)))
+    for f in files[:-1]:
+        if f != middle:
+            shutil.copy(f, out / "late" / "landing" / "bench" / f.name)
+    land("late", middle.name, kept)
+    history_late_s, _ = timed_run(spark, b)
+    queued = spark.table(b.storage.table("gold", "error_queue").replace("`", "")).count()
+    land("late", files[-1].name, last_lines)
+    land("late", "late_records.jsonl", held)
+    late_s, retried = timed_run(spark, b)
+
+    def queue(ch) -> int:
+        return spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).count()
+
+    correct = all(gold_rows(spark, ch, args.tables) == counts["final_rows"] and queue(ch) == 0 for ch in (a, b))
+    print(json.dumps({
+        "records": counts["records"],
+        "files": len(files),
+        "full_run_s": full_s,
+        "idle_run_s": idle_s,
+        "one_file_run_s": incr_s,
+        "one_file_records": len(last_lines),
+        "incremental_share_pct": round(100 * (incr_s - idle_s) / (full_s - idle_s), 1),
+        "late_history_run_s": history_late_s,
+        "late_records": len(held),
+        "waiting_in_error_queue_before": queued,
+        "late_run_s": late_s,
+        "late_run_records": len(last_lines) + len(held),
+        "retried_transactions": retried,
+        "late_vs_in_order": round(late_s / incr_s, 2),
+        "gold_rows_match_generator_and_queues_empty": correct,
+    }, indent=2))
+    if not correct:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

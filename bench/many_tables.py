@@ -1,0 +1,119 @@
+"""Many quiet tables: a channel of ``--tables`` small tables where ``--busy`` get new records.
+
+Two channels in one process and session, each first loaded with ``--rows`` inserts per
+table (one run), then given the same new records for ``--busy`` tables (updates and
+inserts, ``--changes`` per table) in a second run:
+
+- **wide**: ``--tables`` tables (200), of which ``--busy`` (10) change;
+- **narrow**: only the ``--busy`` tables.
+
+The second run of each is timed (and an idle run after it). Tables without work should
+cost nothing: the figure is the wide run above the narrow one, per quiet table.
+Usage: ``python bench/many_tables.py [--tables N] [--busy B] [--rows R] [--changes C]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import bench_channel  # noqa: E402
+
+from lakestreams.pipeline import run_pipeline  # noqa: E402
+from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+
+SOURCE, OWNER = "WIDE.EXAMPLE.COM", "WIDE"
+
+
+def record(cmd: str, table: str, txn: str, scn: int, pos: int, old: dict | None = None, new: dict | None = None,
+           ddl: str | None = None) -> str:
+    r = {"source_database": SOURCE, "command_type": cmd, "object_owner": OWNER, "object_name": table,
+         "transaction_id": txn, "scn": scn, "commit_scn": scn, "position": pos,
+         "commit_time": f"2024-01-01T{scn // 3600 % 24:02d}:{scn // 60 % 60:02d}:{scn % 60:02d}Z", "tag": None}
+    if ddl is not None:
+        r.update(object_type="TABLE", ddl_text=ddl)
+    if old is not None:
+        r["old_values"] = old
+    if new is not None:
+        r["new_values"] = new
+    return json.dumps(r) + "\n"
+
+
+def history(tables: list[str], rows: int) -> list[str]:
+    out, scn = [], 1
+    for t in tables:
+        out.append(record("CREATE TABLE", t, f"ddl.{t}", scn, 1, ddl=(
+            f"CREATE TABLE {OWNER.lower()}.{t.lower()} (id NUMBER(9) NOT NULL, name VARCHAR2(20), qty NUMBER(9), "
+            f"CONSTRAINT {t.lower()}_pk PRIMARY KEY (id))")))
+        scn += 1
+    for t in tables:
+        for i in range(1, rows + 1):
+            out.append(record("INSERT", t, f"i.{t}.{i}", scn, 1, new={"ID": i, "NAME": f"n{i}", "QTY": i}))
+            scn += 1
+    return out
+
+
+def changes(tables: list[str], rows: int, per_table: int, start_scn: int) -> list[str]:
+    out, scn = [], start_scn
+    for t in tables:
+        for j in range(per_table):
+            i = j % rows + 1
+            if j < rows:
+                out.append(record("UPDATE", t, f"u.{t}.{j}", scn, 1, old={"ID": i, "QTY": i}, new={"QTY": i + 1000}))
+            else:
+                out.append(record("INSERT", t, f"n.{t}.{j}", scn, 1, new={"ID": rows + j + 1, "NAME": "new", "QTY": 0}))
+            scn += 1
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tables", type=int, default=200)
+    ap.add_argument("--busy", type=int, default=10)
+    ap.add_argument("--rows", type=int, default=50)
+    ap.add_argument("--changes", type=int, default=100)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_many_tables"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    spark = build_session(out / "wh", app_name="lakestreams-bench-many-tables")
+    names = [f"W{i:03d}" for i in range(1, args.tables + 1)]
+    busy = names[:: max(1, args.tables // args.busy)][: args.busy]
+    result: dict[str, dict] = {}
+    for label, tables in (("narrow", busy), ("wide", names)):
+        ch = bench_channel(out / label, {"schema": label, "warehouse": "wh", "state": "state"})
+        ensure_schemas(spark, ch.storage)
+        landing = out / label / "landing" / "bench"
+        landing.mkdir(parents=True, exist_ok=True)
+        (landing / "f1.jsonl").write_text("".join(history(tables, args.rows)))
+        start = time.perf_counter()
+        run_pipeline(spark, ch)
+        first = time.perf_counter() - start
+        (landing / "f2.jsonl").write_text("".join(changes(busy, args.rows, args.changes, 10_000_000)))
+        start = time.perf_counter()
+        r = run_pipeline(spark, ch)
+        second = time.perf_counter() - start
+        start = time.perf_counter()
+        run_pipeline(spark, ch)
+        idle = time.perf_counter() - start
+        result[label] = {"tables": len(tables), "load_run_s": round(first, 1), "busy_run_s": round(second, 1),
+                         "idle_run_s": round(idle, 1), "models_run": len(r.dbt)}
+    quiet = args.tables - args.busy
+    extra = result["wide"]["busy_run_s"] - result["narrow"]["busy_run_s"]
+    print(json.dumps({
+        **result,
+        "quiet_tables": quiet,
+        "wide_over_narrow_s": round(extra, 1),
+        "per_quiet_table_ms": round(1000 * extra / quiet, 1) if quiet else None,
+        "wide_vs_narrow": round(result["wide"]["busy_run_s"] / result["narrow"]["busy_run_s"], 2),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Late changes: a change that arrives after a later one on its key was applied.
+
+Gold is a pure function of the records that arrived (DESIGN.md): a change takes effect
+where its commit order puts it, whatever the order its files landed in. Each gold row
+carries the stamp of the change that last wrote it (source, commit SCN, transaction,
+commit time), and each key a change vacated (DELETE, or an UPDATE that moved the row)
+leaves a tombstone with that change's stamp. A new change is late when the key it
+leaves or takes holds a later stamp.
+
+Late keys are re-folded: the plan takes the key's applied history from silver (the
+changes of transactions the plan decided to apply, as last derived) together with the
+new changes and folds them in order from no row; the apply then replaces what gold
+holds at those keys. Key moves in the history link keys, so the set is closed over
+them. Applied history stays applied (``_decided``): a new change that contradicts it
+(a decided change would now find no row, a taken key or other values) fails its own
+transaction instead.
+
+The cheap case, a new change later than its key's stamp, is not touched: it applies on
+top of gold. Driver work grows with key-move chains, never with rows.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from lakestreams.errors import ApplyError
+from lakestreams.timing import step
+from silver.dictionary import TableDef
+
+TOMBSTONES_DDL = (
+    "plan_id BIGINT, target STRING, key STRING, source_database STRING, commit_scn BIGINT, "
+    "transaction_id STRING, commit_time TIMESTAMP"
+)
+STAMP = ("_h_src", "_h_scn", "_h_txn", "_h_time")
+MAX_MOVE_ROUNDS = 64
+
+
+def key_text(key: Column) -> Column:
+    """A key as text: what tombstones and the re-fold set are matched on (null-safe)."""
+    return F.to_json(key)
+
+
+def later(src: Column, scn: Column, txn: Column, time: Column) -> Column:
+    """The holder stamp (``_h_*``) orders after the change's (source, SCN, transaction,
+    commit time): within one source by commit SCN, across sources by commit time, then
+    source name; SCNs of different sources are never compared."""
+    same = F.col("_h_src") == src
+    return F.when(same, (F.col("_h_scn") > scn) | ((F.col("_h_scn") == scn) & (F.col("_h_txn") > txn))).otherwise(
+        (F.col("_h_time") > time) | ((F.col("_h_time") == time) & (F.col("_h_src") > src))
+    )
+
+
+def truncate_floors(spark: SparkSession, tombstones: str, model: str, new: DataFrame | None) -> DataFrame:
+    """The TRUNCATEs of a target as holder stamps (``_h_*``): those applied before (their
+    tombstone has no key) and ``new`` ones (changes with ``_op`` T)."""
+    earlier = spark.table(tombstones.replace("`", "")).where((F.col("target") == model) & F.col("key").isNull()).select(
+        F.col("source_database").alias("_h_src"), F.col("commit_scn").alias("_h_scn"),
+        F.col("transaction_id").alias("_h_txn"), F.col("commit_time").alias("_h_time"),
+    )
+    if new is None:
+        return earlier
+    return earlier.unionByName(new.select(
+        F.col("_source_database").alias("_h_src"), F.col("_commit_scn").alias("_h_scn"),
+        F.col("_transaction_id").alias("_h_txn"), F.col("_commit_time").alias("_h_time"),
+    )).distinct()
+
+
+def after_floors(rows: DataFrame, floors: DataFrame | None, src: str = "_source_database", scn: str = "_commit_scn",
+                 txn: str = "_transaction_id", time: str = "_commit_time") -> DataFrame:
+    """``rows`` without those a TRUNCATE ordered after them removed (few TRUNCATEs: broadcast)."""
+    if floors is None:
+        return rows
+    return rows.join(F.broadcast(floors), later(F.col(src), F.col(scn), F.col(txn), F.col(time)), "left_anti")
+
+
+def holders(spark: SparkSession, gold_table: str, tombstones: str, model: str, table: TableDef) -> DataFrame:
+    """The stamp each key holds: gold's row, or a tombstone of a vacating change."""
+    parts = []
+    name = gold_table.replace("`", "")
+    if spark.catalog.tableExists(name):
+        parts.append(spark.table(name).select(
+            key_text(F.struct(*[F.col(f"`{k}`") for k in table.key_columns])).alias("_kj"),
+            F.col("_source_database").alias("_h_src"), F.col("_commit_scn").alias("_h_scn"),
+            F.col("_transaction_id").alias("_h_txn"), F.col("_commit_time").alias("_h_time"),
+        ))
+    parts.append(spark.table(tombstones.replace("`", "")).where((F.col("target") == model) & F.col("key").isNotNull()).select(
+        F.col("key").alias("_kj"), F.col("source_database").alias("_h_src"), F.col("commit_scn").alias("_h_scn"),
+        F.col("transaction_id").alias("_h_txn"), F.col("commit_time").alias("_h_time"),
+    ))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def _touched(keyed: DataFrame, *more: str) -> DataFrame:
+    """Every (key text, change) a change touches: the key it leaves and the key it takes."""
+    cols = ["_source_database", "_commit_scn", "_transaction_id", "_commit_time", "_op", "_okey", "_nkey", *more]
+    return keyed.select(*cols, F.explode(F.array_distinct(F.array(key_text(F.col("_okey")), key_text(F.col("_nkey"))))).alias("_kj"))
+
+
+def late_keys(new: DataFrame, stamps: DataFrame) -> DataFrame:
+    """Keys where a new change (above the instantiation SCN) meets a later stamp."""
+    t = _touched(new)
+    return t.join(stamps, "_kj").where(
+        later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+    ).select("_kj").distinct()
+
+
+def applied_history(keyed_history: DataFrame, applied: DataFrame) -> DataFrame:
+    """The changes of transactions the plan applied to this target, as last derived (a
+    re-executed transaction's records are derived again in a later batch)."""
+    rows = keyed_history.join(applied, ["_source_database", "_transaction_id"], "left_semi")
+    last = Window.partitionBy("_source_database", "_transaction_id")
+    return rows.withColumn("_last_batch", F.max("_silver_batch").over(last)).where(
+        F.col("_silver_batch") == F.col("_last_batch")).drop("_last_batch")
+
+
+def refold(spark: SparkSession, seeds: DataFrame, history: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The re-fold key set (``_kj``) grown from ``seeds`` over the key moves of the history,
+    and the history changes touching it."""
+    keys = seeds.localCheckpoint()
+    touched = _touched(history).select("_source_database", "_transaction_id", "_commit_scn", "_op", "_okey", "_nkey", "_kj")
+    for _ in range(MAX_MOVE_ROUNDS):
+        hit = touched.join(keys, "_kj", "left_semi")
+        moved = hit.where(F.col("_op") == "U").where(~F.col("_okey").eqNullSafe(F.col("_nkey")))
+        linked = _touched(moved.withColumn("_commit_time", F.lit(None).cast("timestamp"))).select("_kj").join(
+            keys, "_kj", "left_anti").distinct()
+        with step("plan.late.moves"):
+            grown = linked.limit(1).count() > 0
+        if not grown:
+            break
+        keys = keys.unionByName(linked).distinct().localCheckpoint()
+    else:
+        raise ApplyError(f"late changes: key moves still link new keys after {MAX_MOVE_ROUNDS} rounds")
+    rows = history.withColumn("_kj_o", key_text(F.col("_okey"))).withColumn("_kj_n", key_text(F.col("_nkey")))
+    hit = rows.join(keys.withColumnRenamed("_kj", "_kj_o"), "_kj_o", "left_semi").unionByName(
+        rows.join(keys.withColumnRenamed("_kj", "_kj_n"), "_kj_n", "left_semi")
+    ).dropDuplicates(["_source_database", "_transaction_id", "_position"])
+    return keys, hit.drop("_kj_o", "_kj_n")
+
+
+def flag_refold(rows: DataFrame, keys: DataFrame | None) -> DataFrame:
+    """``_refold_old`` / ``_refold_new``: the key a change leaves / takes is re-folded, so
+    the apply replaces gold's row there rather than building on it."""
+    if keys is None:
+        return rows.withColumn("_refold_old", F.lit(False)).withColumn("_refold_new", F.lit(False))
+    k = F.broadcast(keys)
+    return (
+        rows.withColumn("_kj_o", key_text(F.col("_okey"))).withColumn("_kj_n", key_text(F.col("_nkey")))
+        .join(k.select(F.col("_kj").alias("_kj_o"), F.lit(True).alias("_refold_old")), "_kj_o", "left")
+        .join(k.select(F.col("_kj").alias("_kj_n"), F.lit(True).alias("_refold_new")), "_kj_n", "left")
+        .withColumn("_refold_old", F.coalesce("_refold_old", F.lit(False)))
+        .withColumn("_refold_new", F.coalesce("_refold_new", F.lit(False)))
+        .drop("_kj_o", "_kj_n")
+    )
+
+
+def tombstone_rows(plan_rows: DataFrame, truncates: DataFrame | None, plan_id: int, model: str) -> DataFrame:
+    """A tombstone per key a new applied change vacated: a DELETE, or an UPDATE moving the
+    row away. A later row at the key outranks it (the newest stamp wins). A TRUNCATE
+    leaves one without a key: the floor no earlier change of the table passes."""
+    vacated = plan_rows.where(F.col("_above") & ~F.col("_decided")).where(
+        (F.col("_op") == "D") | ((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
+    ).select("_okey", "_source_database", "_commit_scn", "_transaction_id", "_commit_time").withColumn(
+        "_key", key_text(F.col("_okey"))
+    )
+    if truncates is not None:
+        vacated = vacated.unionByName(truncates.select(
+            "_okey", "_source_database", "_commit_scn", "_transaction_id", "_commit_time",
+            F.lit(None).cast("string").alias("_key"),
+        ))
+    return vacated.select(
+        F.lit(plan_id).cast("bigint").alias("plan_id"), F.lit(model).alias("target"), F.col("_key").alias("key"),
+        F.col("_source_database").alias("source_database"), F.col("_commit_scn").alias("commit_scn"),
+        F.col("_transaction_id").alias("transaction_id"), F.col("_commit_time").alias("commit_time"),
+    )
+
+
+def contradictions(judged: DataFrame, decided_failures: DataFrame, table: TableDef) -> DataFrame:
+    """New transactions that contradict applied history: a decided change of a re-folded
+    key would now fail (``decided_failures``: its keys and ``_derr``), so every new change
+    touching that key fails instead."""
+    bad = decided_failures.select(
+        F.explode(F.array_distinct(F.array(key_text(F.col("_okey")), key_text(F.col("_nkey"))))).alias("_kj"),
+        F.col("_derr"),
+    ).groupBy("_kj").agg(F.min("_derr").alias("_derr"))
+    new = _touched(judged.where(~F.col("_decided") & F.col("_above")), "_seq", "_root", "_decided")
+    return new.join(bad, "_kj").select(
+        "_source_database", "_transaction_id",
+        F.concat(
+            F.lit(f"late change to {table.owner}.{table.name} at SCN "), F.col("_commit_scn").cast("string"),
+            F.lit(" contradicts the history already applied at key "), F.col("_kj"), F.lit(": "), F.col("_derr"),
+        ).alias("_error"),
+        F.lit(None).cast("string").alias("failing_record"),
+        "_seq", "_root", "_decided", "_okey", "_nkey",
+    )
+
+
+#: Errors a late change can explain: no row, a taken key, other values (and a late change
+#: contradicting history, whose error quotes one of them).
+CONFLICT_ERRORS = ("ORA-01403", "ORA-00001", "ORA-26786")
+
+
+def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tuple[DataFrame, DataFrame]]) -> DataFrame:
+    """Queued transactions (``queue``: source, transaction; each failed on a conflict,
+    ``CONFLICT_ERRORS``) at a key where a change applied now orders before them: in commit order that
+    change came first, so the conflict may not be one. ``applied`` holds per target its
+    changes applied now (keyed) and all its derived changes (keyed, every batch)."""
+    conflicts = queue.select(
+        F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id")
+    ).distinct()
+    parts = []
+    for now, derived in applied:
+        queued = applied_history(derived, conflicts)
+        holder = _touched(queued).select(
+            "_kj", *[F.col(c).alias(h) for c, h in zip(
+                ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)]
+        )
+        parts.append(_touched(now).join(holder, "_kj").where(
+            later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+        ).select(F.col("_h_src").alias("source_database"), F.col("_h_txn").alias("transaction_id")))
+    if not parts:
+        return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
+    return reduce(DataFrame.unionByName, parts).distinct()
