@@ -205,22 +205,40 @@ CONFLICT_ERRORS = ("ORA-01403", "ORA-00001", "ORA-26786")
 
 def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tuple[DataFrame, DataFrame]]) -> DataFrame:
     """Queued transactions (``queue``: source, transaction; each failed on a conflict,
-    ``CONFLICT_ERRORS``) at a key where a change applied now orders before them: in commit order that
-    change came first, so the conflict may not be one. ``applied`` holds per target its
-    changes applied now (keyed) and all its derived changes (keyed, every batch)."""
+    ``CONFLICT_ERRORS``) at a key where a change applied now orders before them: in commit
+    order that change came first, so the conflict may not be one. A queued transaction
+    later on a key of one explained so is explained too (a cascade re-executes in one
+    round, in commit order). ``applied`` holds per target its changes applied now (keyed)
+    and all its derived changes (keyed, every batch)."""
     conflicts = queue.select(
         F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id")
     ).distinct()
-    parts = []
-    for now, derived in applied:
-        queued = applied_history(derived, conflicts)
-        holder = _touched(queued).select(
-            "_kj", *[F.col(c).alias(h) for c, h in zip(
-                ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)]
-        )
-        parts.append(_touched(now).join(holder, "_kj").where(
+    stamp = [F.col(c).alias(h) for c, h in zip(
+        ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)]
+    first, touched = [], []
+    for i, (now, derived) in enumerate(applied):
+        # The queued transactions' changes of this target (few: the queue), keys as text.
+        queued = _touched(applied_history(derived, conflicts)).select(
+            F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *stamp)
+        touched.append(queued)
+        first.append(_touched(now).withColumn("_kj", F.concat(F.lit(f"{i}:"), F.col("_kj"))).join(queued, "_kj").where(
             later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
-        ).select(F.col("_h_src").alias("source_database"), F.col("_h_txn").alias("transaction_id")))
-    if not parts:
+        ).select("_h_src", "_h_txn"))
+    if not first:
         return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
-    return reduce(DataFrame.unionByName, parts).distinct()
+    keys = reduce(DataFrame.unionByName, touched).localCheckpoint()
+    found = reduce(DataFrame.unionByName, first).distinct().localCheckpoint()
+    for _ in range(MAX_MOVE_ROUNDS):
+        # Changes of explained transactions, as the earlier side of the same comparison.
+        mine = keys.join(found, ["_h_src", "_h_txn"], "left_semi").select(
+            "_kj", *[F.col(h).alias(c) for c, h in zip(
+                ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)])
+        more = mine.join(keys, "_kj").where(
+            later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+        ).select("_h_src", "_h_txn").join(found, ["_h_src", "_h_txn"], "left_anti").distinct()
+        with step("gold.retry.cascade"):
+            grown = more.limit(1).count() > 0
+        if not grown:
+            break
+        found = found.unionByName(more).distinct().localCheckpoint()
+    return found.select(F.col("_h_src").alias("source_database"), F.col("_h_txn").alias("transaction_id"))
