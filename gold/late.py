@@ -37,6 +37,14 @@ TOMBSTONES_DDL = (
 )
 STAMP = ("_h_src", "_h_scn", "_h_txn", "_h_time")
 MAX_MOVE_ROUNDS = 64
+#: Where a stamp is read from: a change or gold row, and a tombstone.
+CHANGE_STAMP = ("_source_database", "_commit_scn", "_transaction_id", "_commit_time")
+TOMBSTONE_STAMP = ("source_database", "commit_scn", "transaction_id", "commit_time")
+
+
+def as_holder(names: tuple[str, ...] = CHANGE_STAMP) -> list[Column]:
+    """A stamp's columns renamed to the holder side (``_h_*``) of ``later``."""
+    return [F.col(c).alias(h) for c, h in zip(names, STAMP, strict=True)]
 
 
 def key_text(key: Column) -> Column:
@@ -58,23 +66,18 @@ def truncate_floors(spark: SparkSession, tombstones: str, model: str, new: DataF
     """The TRUNCATEs of a target as holder stamps (``_h_*``): those applied before (their
     tombstone has no key) and ``new`` ones (changes with ``_op`` T)."""
     earlier = spark.table(tombstones.replace("`", "")).where((F.col("target") == model) & F.col("key").isNull()).select(
-        F.col("source_database").alias("_h_src"), F.col("commit_scn").alias("_h_scn"),
-        F.col("transaction_id").alias("_h_txn"), F.col("commit_time").alias("_h_time"),
-    )
+        *as_holder(TOMBSTONE_STAMP))
     if new is None:
         return earlier
-    return earlier.unionByName(new.select(
-        F.col("_source_database").alias("_h_src"), F.col("_commit_scn").alias("_h_scn"),
-        F.col("_transaction_id").alias("_h_txn"), F.col("_commit_time").alias("_h_time"),
-    )).distinct()
+    return earlier.unionByName(new.select(*as_holder())).distinct()
 
 
-def after_floors(rows: DataFrame, floors: DataFrame | None, src: str = "_source_database", scn: str = "_commit_scn",
-                 txn: str = "_transaction_id", time: str = "_commit_time") -> DataFrame:
-    """``rows`` without those a TRUNCATE ordered after them removed (few TRUNCATEs: broadcast)."""
+def after_floors(rows: DataFrame, floors: DataFrame | None) -> DataFrame:
+    """``rows`` (changes or gold rows) without those a TRUNCATE ordered after them removed
+    (few TRUNCATEs: broadcast)."""
     if floors is None:
         return rows
-    return rows.join(F.broadcast(floors), later(F.col(src), F.col(scn), F.col(txn), F.col(time)), "left_anti")
+    return rows.join(F.broadcast(floors), later(*[F.col(c) for c in CHANGE_STAMP]), "left_anti")
 
 
 def holders(spark: SparkSession, gold_table: str, tombstones: str, model: str, table: TableDef) -> DataFrame:
@@ -83,14 +86,9 @@ def holders(spark: SparkSession, gold_table: str, tombstones: str, model: str, t
     name = gold_table.replace("`", "")
     if spark.catalog.tableExists(name):
         parts.append(spark.table(name).select(
-            key_text(F.struct(*[F.col(f"`{k}`") for k in table.key_columns])).alias("_kj"),
-            F.col("_source_database").alias("_h_src"), F.col("_commit_scn").alias("_h_scn"),
-            F.col("_transaction_id").alias("_h_txn"), F.col("_commit_time").alias("_h_time"),
-        ))
+            key_text(F.struct(*[F.col(f"`{k}`") for k in table.key_columns])).alias("_kj"), *as_holder()))
     parts.append(spark.table(tombstones.replace("`", "")).where((F.col("target") == model) & F.col("key").isNotNull()).select(
-        F.col("key").alias("_kj"), F.col("source_database").alias("_h_src"), F.col("commit_scn").alias("_h_scn"),
-        F.col("transaction_id").alias("_h_txn"), F.col("commit_time").alias("_h_time"),
-    ))
+        F.col("key").alias("_kj"), *as_holder(TOMBSTONE_STAMP)))
     return reduce(DataFrame.unionByName, parts)
 
 
@@ -104,7 +102,7 @@ def late_keys(new: DataFrame, stamps: DataFrame) -> DataFrame:
     """Keys where a new change (above the instantiation SCN) meets a later stamp."""
     t = _touched(new)
     return t.join(stamps, "_kj").where(
-        later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+        later(*[F.col(c) for c in CHANGE_STAMP])
     ).select("_kj").distinct()
 
 
@@ -213,16 +211,14 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
     conflicts = queue.select(
         F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id")
     ).distinct()
-    stamp = [F.col(c).alias(h) for c, h in zip(
-        ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)]
     first, touched = [], []
     for i, (now, derived) in enumerate(applied):
         # The queued transactions' changes of this target (few: the queue), keys as text.
         queued = _touched(applied_history(derived, conflicts)).select(
-            F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *stamp)
+            F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *as_holder())
         touched.append(queued)
         first.append(_touched(now).withColumn("_kj", F.concat(F.lit(f"{i}:"), F.col("_kj"))).join(queued, "_kj").where(
-            later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+            later(*[F.col(c) for c in CHANGE_STAMP])
         ).select("_h_src", "_h_txn"))
     if not first:
         return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
@@ -231,10 +227,9 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
     for _ in range(MAX_MOVE_ROUNDS):
         # Changes of explained transactions, as the earlier side of the same comparison.
         mine = keys.join(found, ["_h_src", "_h_txn"], "left_semi").select(
-            "_kj", *[F.col(h).alias(c) for c, h in zip(
-                ("_source_database", "_commit_scn", "_transaction_id", "_commit_time"), STAMP, strict=True)])
+            "_kj", *[F.col(h).alias(c) for c, h in zip(CHANGE_STAMP, STAMP, strict=True)])
         more = mine.join(keys, "_kj").where(
-            later(F.col("_source_database"), F.col("_commit_scn"), F.col("_transaction_id"), F.col("_commit_time"))
+            later(*[F.col(c) for c in CHANGE_STAMP])
         ).select("_h_src", "_h_txn").join(found, ["_h_src", "_h_txn"], "left_anti").distinct()
         with step("gold.retry.cascade"):
             grown = more.limit(1).count() > 0

@@ -605,7 +605,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     marks = spark.table(st.table("silver", "tombstones").replace("`", "")).groupBy("target").agg(
         F.max(F.col("key").isNull().cast("int")).alias("floor")).collect()
     tombstoned = {r["target"] for r in marks}
-    has_floor = {t[3]: any(r["target"] == t[3] and r["floor"] for r in marks) for t in targets}
+    floored = {r["target"] for r in marks if r["floor"]}
+    has_floor = {t[3]: t[3] in floored for t in targets}
     # Handlers and compared columns per target; a setting naming a column the target
     # lacks stops the plan here, before any write.
     policies = {t[3]: policy_for(channel, t[2]) for t in targets}
@@ -628,6 +629,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             stamped.append(late_keys(new.where(F.col("_op") != "T"), stamps).withColumn("_model", F.lit(model)))
     with step("plan.late"):
         seeds = reduce(DataFrame.unionByName, stamped).localCheckpoint() if stamped else None
+        # Only target names reach the driver (one row per target with late keys / a TRUNCATE).
         late_models = set() if seeds is None else {r[0] for r in seeds.select("_model").distinct().collect()}
         truncated_models = {r[0] for r in reduce(DataFrame.unionByName, truncating).collect()} if truncating else set()
 
