@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from gold.late import after_floors
+from gold.snapshot import above_instantiation
 from lakestreams.config import Channel
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
@@ -179,7 +180,7 @@ def judge_values(
     cols = policy.columns if policy.update_compared or policy.delete_compared else ()
     row_type = "STRUCT<" + (", ".join(f"`{c}`: {table.column(c).type.spark}" for c in cols) or "_none: INT") + ">"
     rows = planned.join(F.broadcast(table_inst), "_source_database", "left").withColumn(
-        "_above", F.coalesce(F.col("_commit_scn") > F.col("instantiation_scn"), F.lit(False))).drop("instantiation_scn")
+        "_above", above_instantiation()).drop("instantiation_scn", "snapshot_transaction")
     # The row gold holds at each change's old key; the incarnation's first change above
     # the instantiation SCN (an UPDATE or DELETE: its old key is where it starts) picks it.
     name = gold_table.replace("`", "")

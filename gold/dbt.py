@@ -58,6 +58,8 @@ def model_sql(t: TargetPlan, options: TargetSpec | None = None) -> str:
         f"join {{{{ source('{SOURCE}', 'instantiation') }}}} i\n"
         f"  on i.source_database = c._source_database and ({sources})\n"
         "where c._commit_scn > i.instantiation_scn\n"
+        # The snapshot that instantiated the table, at that SCN (gold.snapshot).
+        "   or (c._commit_scn = i.instantiation_scn and c._transaction_id = i.snapshot_transaction)\n"
     )
 
 

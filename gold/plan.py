@@ -37,6 +37,7 @@ from gold.late import (
     tombstone_rows,
     truncate_floors,
 )
+from gold.snapshot import above_instantiation, with_snapshot_truncates
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state, overwrite
 from lakestreams.errors import ApplyError
@@ -49,7 +50,7 @@ GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRI
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
 INSTANTIATION_DDL = (
     "source_database STRING, owner STRING, table_name STRING, instantiation_scn BIGINT, origin STRING, "
-    "ignore_scn BIGINT"
+    "ignore_scn BIGINT, snapshot_transaction STRING"
 )
 LEVEL_ORIGIN = {
     "TABLE": "set_table_instantiation_scn",
@@ -264,20 +265,28 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | N
 
 
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
-    """Instantiation SCN per (source, table): the most specific setting (table, then schema,
-    then global), else the SCN of the table's first CREATE TABLE record; never below the
-    table's ignore SCN. One row per known table: metadata, not change data."""
+    """Instantiation SCN per (source, table): the latest snapshot of the table (the act that
+    loaded it), else the most specific setting (table, then schema, then global), else the
+    SCN of the table's first CREATE TABLE record; never below the table's ignore SCN. One
+    row per known table: metadata, not change data."""
     st = channel.storage
+    keys = ["source_database", "owner", "table_name"]
     implied = (
         spark.table(st.table("silver", "dictionary").replace("`", ""))
-        .groupBy("source_database", "owner", "table_name")
+        .groupBy(*keys)
         .agg(F.min("revision_scn").alias("_implied"))
     )
-    keys = ["source_database", "owner", "table_name"]
+    latest = Window.partitionBy(*keys).orderBy(F.col("scn").desc(), F.col("silver_batch").desc())
+    snapshots = (
+        spark.table(st.table("silver", "snapshots").replace("`", ""))
+        .withColumn("_n", F.row_number().over(latest)).where("_n = 1")
+        .select(*keys, F.col("scn").alias("_snap"), F.col("transaction_id").alias("_snap_txn"))
+    )
     tables = [i for i in channel.instantiation if i.level == "TABLE"]
-    # Every table with a CREATE TABLE record, declared in the channel file or named by a setting.
+    # Every table with a CREATE TABLE record or a snapshot, declared in the channel file or
+    # named by a setting.
     named = list(declared_tables(channel)) + [(i.source_database, i.owner, i.table) for i in tables]
-    objects = implied.select(*keys).unionByName(
+    objects = implied.select(*keys).unionByName(snapshots.select(*keys)).unionByName(
         spark.createDataFrame(named, "source_database STRING, owner STRING, table_name STRING")
     ).distinct()
     by_table = spark.createDataFrame([(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
@@ -288,20 +297,24 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     by_source = spark.createDataFrame(
         [(i.source_database, i.scn) for i in channel.instantiation if i.level == "GLOBAL"],
         "source_database STRING, _g BIGINT")
-    chosen = F.coalesce("_t", "_s", "_g", "_implied")
+    chosen = F.coalesce("_snap", "_t", "_s", "_g", "_implied")
+    # greatest() skips NULLs: the ignore SCN is a floor (a set SCN below it was refused).
+    scn = F.greatest(chosen, F.col("ignore_scn"))
     return (
         objects.join(by_table, keys, "left").join(by_schema, ["source_database", "owner"], "left")
-        .join(by_source, "source_database", "left").join(implied, keys, "left")
+        .join(by_source, "source_database", "left").join(implied, keys, "left").join(snapshots, keys, "left")
         .select(
             *keys,
-            # greatest() skips NULLs: the ignore SCN is a floor (a set SCN below it was refused).
-            F.greatest(chosen, F.col("ignore_scn")).alias("instantiation_scn"),
-            F.when(F.col("_t").isNotNull(), LEVEL_ORIGIN["TABLE"])
+            scn.alias("instantiation_scn"),
+            F.when(F.col("_snap").isNotNull(), F.concat(F.lit("snapshot (transaction "), F.col("_snap_txn"), F.lit(")")))
+            .when(F.col("_t").isNotNull(), LEVEL_ORIGIN["TABLE"])
             .when(F.col("_s").isNotNull(), LEVEL_ORIGIN["SCHEMA"])
             .when(F.col("_g").isNotNull(), LEVEL_ORIGIN["GLOBAL"])
             .when(F.col("_implied") >= F.coalesce("ignore_scn", F.lit(-1)), "CREATE TABLE record")
             .when(F.col("ignore_scn").isNotNull(), "ignore SCN").alias("origin"),
             "ignore_scn",
+            # The snapshot's own transaction is applied: it is the table's state at the SCN.
+            F.when(scn == F.col("_snap"), F.col("_snap_txn")).alias("snapshot_transaction"),
         )
         .where("instantiation_scn IS NOT NULL")
     )
@@ -449,7 +462,8 @@ def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> D
     cond = F.lit(False)
     for src, owner, name in sources:
         cond = cond | ((F.col("source_database") == src) & (F.col("owner") == owner) & (F.col("table_name") == name))
-    return inst.where(cond).select(F.col("source_database").alias("_source_database"), "instantiation_scn")
+    return inst.where(cond).select(
+        F.col("source_database").alias("_source_database"), "instantiation_scn", "snapshot_transaction")
 
 
 def row_conflicts(
@@ -621,8 +635,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
     stamped, truncating = [], []
     for _owner, _name, tdef, model, changes, sources in targets:
-        new = with_keys(changes.where("_error IS NULL"), tdef).join(F.broadcast(_table_inst(inst, sources)), "_source_database")
-        new = new.where(F.col("_commit_scn") > F.col("instantiation_scn"))
+        tinst = _table_inst(inst, sources)
+        new = with_keys(changes.where("_error IS NULL"), tdef).join(F.broadcast(tinst), "_source_database")
+        new = with_snapshot_truncates(new.where(above_instantiation()), tinst)
         truncating.append(new.where(F.col("_op") == "T").select(F.lit(model).alias("_model")).limit(1))
         if model in gold_tables or has_floor[model] or model in tombstoned:
             stamps = holders(spark, st.table("gold", model), st.table("silver", "tombstones"), model, tdef)
@@ -653,13 +668,13 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         def plan_target(t: tuple, bad: DataFrame = bad) -> tuple[str, DataFrame, DataFrame]:
             _owner, _name, tdef, model, changes, sources = t
             ok = with_keys(changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL"), tdef)
-            ok = ok.withColumn("_decided", F.lit(False))
             tinst, gold = _table_inst(inst, sources), st.table("gold", model)
+            ok = with_snapshot_truncates(ok.withColumn("_decided", F.lit(False)), tinst)
             # TRUNCATEs are not row changes: each is a floor no change ordered before it passes.
             truncates = None
             if model in truncated_models:
                 truncates = ok.where(F.col("_op") == "T").join(F.broadcast(tinst), "_source_database").where(
-                    F.col("_commit_scn") > F.col("instantiation_scn")).drop("instantiation_scn").localCheckpoint()
+                    above_instantiation()).drop("instantiation_scn", "snapshot_transaction").localCheckpoint()
             floors = None
             if truncates is not None or has_floor[model]:
                 floors = truncate_floors(spark, st.table("silver", "tombstones"), model, truncates).localCheckpoint()
@@ -775,7 +790,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 "_source_database", "_transaction_id",
                 F.lit(owner).alias("owner"), F.lit(name).alias("table_name"),
                 F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
-                .when(F.col("_commit_scn") <= F.col("instantiation_scn"), "below_instantiation")
+                .when(~above_instantiation(), "below_instantiation")
                 .otherwise("applied").alias("bucket"),
             )
         )
@@ -808,7 +823,7 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     for t in plan.targets:
         rows = spark.table(st.table("silver", t.plan_table).replace("`", "")).join(
             _table_inst(inst, t.sources), "_source_database"
-        ).where((F.col("_commit_scn") > F.col("instantiation_scn")) & ~F.col("_decided"))
+        ).where(above_instantiation() & ~F.col("_decided"))
         parts.append(
             rows.groupBy("_source_database").agg(
                 F.max("_commit_scn").alias("applied_scn"), F.max("_commit_time").alias("applied_commit_time"), F.count("*").alias("records")
@@ -851,6 +866,6 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
         now = spark.table(st.table("silver", t.plan_table).replace("`", "")).where(
             F.col("_plan_id") == plan.plan_id
         ).join(_table_inst(inst, t.sources), "_source_database").where(
-            (F.col("_commit_scn") > F.col("instantiation_scn")) & ~F.col("_decided"))
+            above_instantiation() & ~F.col("_decided"))
         pairs.append((now, with_keys(reduce(DataFrame.unionByName, derived[t.model]), t.definition)))
     return explained_failures(spark, queue, pairs)

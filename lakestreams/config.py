@@ -121,12 +121,15 @@ class Storage:
 
 @dataclass(frozen=True)
 class Landing:
-    """One landing folder: its format and how transaction completeness is known."""
+    """One landing folder: its format and how transaction completeness is known. In a
+    ``snapshot`` folder every transaction is a snapshot: the rows (INSERT records) of its
+    tables as of its commit SCN, which replace the target and instantiate it there."""
 
     name: str
     path: Path
     format: str = "native"
     transactions: str = "commit_records"
+    snapshot: bool = False
 
 
 @dataclass(frozen=True)
@@ -643,13 +646,17 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     landings = []
     for i, item in enumerate(d["landing"]):
         where = f"landing[{i}]"
-        ld = _take(item, where, {"name": _REQUIRED, "path": _REQUIRED, "format": "native", "transactions": "commit_records"})
+        ld = _take(item, where, {"name": _REQUIRED, "path": _REQUIRED, "format": "native", "transactions": "commit_records",
+                                     "snapshot": False})
+        if not isinstance(ld["snapshot"], bool):
+            raise ConfigError(f"{where}.snapshot: expected true or false, found {ld['snapshot']!r}")
         landings.append(
             Landing(
                 name=check_identifier(ld["name"], f"{where}.name"),
                 path=(base_dir / str(ld["path"])).resolve(),
                 format=_choice(ld["format"], f"{where}.format", LANDING_FORMATS),
                 transactions=_choice(ld["transactions"], f"{where}.transactions", TRANSACTION_MODES),
+                snapshot=ld["snapshot"],
             )
         )
     if len({ld.name for ld in landings}) != len(landings):

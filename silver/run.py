@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
@@ -64,6 +64,13 @@ REBUILD_ROW = (
 #: The transactions a re-execution (a silver batch) derives again.
 REEXECUTIONS_DDL = "batch BIGINT, source_database STRING, transaction_id STRING"
 REBUILDS_DDL = REBUILD_ROW + ", at TIMESTAMP"
+#: One row per table of a snapshot transaction (a transaction of a ``snapshot`` landing).
+SNAPSHOTS_DDL = (
+    "silver_batch BIGINT, source_database STRING, owner STRING, table_name STRING, scn BIGINT, "
+    "transaction_id STRING, commit_time TIMESTAMP, records BIGINT"
+)
+#: What a snapshot transaction may hold: rows, and a TRUNCATE saying a table was empty.
+SNAPSHOT_COMMANDS = ("INSERT", "TRUNCATE")
 TXN_ERRORS_DDL = (
     "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, "
     "failing_record STRING"
@@ -98,6 +105,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("rule_outcomes", RULE_OUTCOMES_DDL),
         ("rebuilds", REBUILDS_DDL),
         ("reexecutions", REEXECUTIONS_DDL),
+        ("snapshots", SNAPSHOTS_DDL),
     ):
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
 
@@ -548,6 +556,9 @@ def derive(
     with step("silver.rule_outcomes"):
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     accepted = classified.where("_bucket = 'accepted'")
+    snapshot_landings = [ld.name for ld in channel.landing if ld.snapshot]
+    # Records that do not belong in a snapshot go to the error queue, not a change table.
+    misfit = snapshot_misfits(snapshot_landings)
     errors = [
         classified.where("_bucket = 'rule_error'").select(
             F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
@@ -559,7 +570,7 @@ def derive(
     for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
         cname = change_table_name(src, owner, name)
         qualified = create_change_table(spark, channel, cname, tdef)
-        rows = accepted.where(_any_group(groups))
+        rows = accepted.where(_any_group(groups) & ~misfit)
         with step("silver.change_table"):
             append(type_changes(rows, tdef, batch), qualified, f"silver.{cname}", batch)
         target_row = table_def_to_row(tdef)
@@ -571,11 +582,15 @@ def derive(
         append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
     for groups, message in group_errors:
         errors.append(
-            accepted.where(_any_group(groups)).select(
+            accepted.where(_any_group(groups) & ~misfit).select(
                 F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
                 F.lit(message).alias("error"), F.col("raw").alias("failing_record"),
             )
         )
+    if snapshot_landings:
+        errors.append(snapshot_errors(accepted.where(misfit), batch))
+        with step("silver.snapshots"):
+            append(snapshots(classified, snapshot_landings, batch), _t(channel, "snapshots"), "silver.snapshots", batch)
     append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
     outcomes = (
         classified.where("_bucket NOT IN ('accepted', 'rule_error')")
@@ -595,6 +610,41 @@ def derive(
     )
     with step("silver.outcomes"):
         append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+
+
+def snapshot_misfits(landings: list[str]) -> Column:
+    """Records of a snapshot landing that a snapshot may not hold (false without one)."""
+    if not landings:
+        return F.lit(False)
+    return F.col("_landing").isin(*landings) & ~F.col("command_type").isin(*SNAPSHOT_COMMANDS)
+
+
+def snapshots(classified: DataFrame, landings: list[str], batch: int) -> DataFrame:
+    """A row per table of each released snapshot transaction: the source table (the
+    instantiation SCN belongs to it) and the snapshot's SCN, whatever the rules kept. A
+    transaction that is not a snapshot (``snapshot_errors``) instantiates nothing."""
+    rows = classified.where(F.col("_landing").isin(*landings) & F.col("_bucket").isin("accepted", "discarded", "rule_error"))
+    shaped = rows.groupBy("source_database", "transaction_id").agg(
+        F.count_if(snapshot_misfits(landings)).alias("_other")).where("_other = 0")
+    return rows.join(shaped, ["source_database", "transaction_id"], "left_semi").groupBy(
+        "source_database", F.col("_source_owner").alias("owner"), F.col("_source_name").alias("table_name"),
+        F.col("commit_scn").alias("scn"), "transaction_id",
+    ).agg(F.min("commit_time").alias("commit_time"), F.count_if(F.col("command_type") == "INSERT").alias("records")).select(
+        F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "owner", "table_name", "scn",
+        "transaction_id", "commit_time", "records",
+    )
+
+
+def snapshot_errors(misfits: DataFrame, batch: int) -> DataFrame:
+    """A snapshot transaction holding anything but rows is not a snapshot: an error."""
+    return misfits.select(
+        F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+        F.concat(
+            F.lit("a snapshot transaction holds INSERT records (and a TRUNCATE for an empty table) only; found "),
+            F.col("command_type"), F.lit(" of "), F.col("object_owner"), F.lit("."), F.col("object_name"),
+        ).alias("error"),
+        F.col("raw").alias("failing_record"),
+    )
 
 
 def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:

@@ -40,13 +40,17 @@ def spark(tmp_path_factory):
 _counter = iter(range(1, 10_000))
 
 
-def make_channel(tmp_path: Path, landing: dict[str, str] | None = None, **extra) -> Channel:
-    """A channel whose tables live in their own schema prefix (one per test)."""
+def make_channel(tmp_path: Path, landing: dict[str, str | dict] | None = None, **extra) -> Channel:
+    """A channel whose tables live in their own schema prefix (one per test). ``landing``:
+    folder name → its transactions mode, or its options."""
     landing = landing or {"src": "commit_records"}
     data = {
         "name": "t",
         "storage": {"warehouse": "wh", "state": "state", "schema": f"t{next(_counter)}"},
-        "landing": [{"name": n, "path": f"landing/{n}", "transactions": mode} for n, mode in landing.items()],
+        "landing": [
+            {"name": n, "path": f"landing/{n}", **(opts if isinstance(opts, dict) else {"transactions": opts})}
+            for n, opts in landing.items()
+        ],
         **extra,
     }
     return channel_from_dict(data, tmp_path)

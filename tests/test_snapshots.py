@@ -1,0 +1,112 @@
+"""Instantiation from a snapshot landing: the rows of a table as of an SCN replace its
+replica and set its instantiation SCN; changes at or below it are discarded, changes
+above it apply on top, and a snapshot older than changes already applied keeps them."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_channel, write_lines
+from records import REGIONS_DDL, Txn
+
+from lakestreams.audit import run_audit
+from lakestreams.errors import ConfigError
+from lakestreams.pipeline import run_pipeline
+
+LOCS_DDL = "CREATE TABLE hr.locs (loc_id NUMBER(4) NOT NULL, city VARCHAR2(20), CONSTRAINT locs_pk PRIMARY KEY (loc_id))"
+LANDING = {"src": "commit_records", "snap": {"transactions": "commit_records", "snapshot": True}}
+
+
+def _region(rid: int, name: str) -> dict:
+    return {"REGION_ID": rid, "REGION_NAME": name, "NOTE": "s"}
+
+
+def _snapshot(txid: str, scn: int, rows: list[dict], table: str = "REGIONS") -> list[dict]:
+    t = Txn(txid, scn)
+    for r in rows:
+        t.row("INSERT", table=table, new=r)
+    return t.commit()
+
+
+def _replica(spark, ch, model: str = "hr__regions") -> list[tuple]:
+    rows = spark.table(f"{ch.storage.schema_name('gold')}.{model}").collect()
+    return sorted((r["REGION_ID"], r["REGION_NAME"], r["_commit_scn"]) for r in rows)
+
+
+def _instantiated(spark, ch) -> dict[str, tuple]:
+    view = spark.table(ch.storage.table("gold", "apply_instantiated_objects").replace("`", ""))
+    return {r["source_object_name"]: (r["instantiation_scn"], r["set_by"]) for r in view.collect()}
+
+
+def _queue(spark, ch) -> dict[str, str]:
+    q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
+    return {r["transaction_id"]: r["error"] for r in q.collect()}
+
+
+def test_snapshot_instantiates_replaces_and_keeps_later_changes(spark, tmp_path):
+    ch = make_channel(tmp_path, landing=LANDING, targets=[{"table": "hr.locs", "history": "timekey"}])
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t1b", 100).ddl(LOCS_DDL, name="LOCS").commit(),
+        *Txn("t2", 200).row("INSERT", new=_region(1, "A")).row("INSERT", new=_region(9, "Z"))
+        .row("INSERT", table="LOCS", new={"LOC_ID": 10, "CITY": "Paris"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    assert _replica(spark, ch) == [(1, "A", 200), (9, "Z", 200)]
+    # The replica drifted (row 9 went at the source unseen): a snapshot at SCN 500 replaces it.
+    # LOCS was empty at 500: its snapshot is a TRUNCATE alone.
+    write_lines(ch, "snap", "s500.jsonl", [
+        *_snapshot("s500", 500, [_region(1, "A5"), _region(2, "B5")]),
+        *Txn("s500b", 500).row("TRUNCATE", table="LOCS").commit(),
+    ])
+    write_lines(ch, "src", "f2.jsonl", [
+        # At or below the snapshot: already in it, discarded.
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "A3"}).commit(),
+        # Above it: applies on the snapshot's rows.
+        *Txn("t6", 600).row("UPDATE", old={"REGION_ID": 2, "REGION_NAME": "B5"}, new={"REGION_NAME": "B6"})
+        .row("INSERT", table="LOCS", new={"LOC_ID": 11, "CITY": "Lyon"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    assert _replica(spark, ch) == [(1, "A5", 500), (2, "B6", 600)]
+    assert _instantiated(spark, ch)["REGIONS"] == (500, "snapshot (transaction s500)")
+    assert _instantiated(spark, ch)["LOCS"] == (500, "snapshot (transaction s500b)")
+    gold = ch.storage.schema_name("gold")
+    assert sorted((r["LOC_ID"], r["CITY"]) for r in spark.table(f"{gold}.hr__locs").collect()) == [(11, "Lyon")]
+    log = sorted((r["_op"], r["_commit_scn"], r["LOC_ID"]) for r in spark.table(f"{gold}.hr__locs__changes").collect())
+    assert log == [("I", 200, 10), ("I", 600, 11), ("T", 500, None)]
+
+    # A change above the snapshot applies; a late one below it is discarded.
+    write_lines(ch, "src", "f3.jsonl", [
+        *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "A7"}).commit(),
+        *Txn("t45", 450).row("UPDATE", old={"REGION_ID": 2}, new={"REGION_NAME": "late"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    assert _replica(spark, ch) == [(1, "A7", 700), (2, "B6", 600)]
+
+    # Re-snapshot at 650, older than the change at 700 already applied: key 1 keeps it (its
+    # history after the snapshot is folded again), key 2 and the new key 3 take the snapshot.
+    write_lines(ch, "snap", "s650.jsonl", _snapshot("s650", 650, [_region(1, "A65"), _region(2, "B65"), _region(3, "C65")]))
+    run_pipeline(spark, ch)
+    assert _replica(spark, ch) == [(1, "A7", 700), (2, "B65", 650), (3, "C65", 650)]
+    assert _instantiated(spark, ch)["REGIONS"] == (650, "snapshot (transaction s650)")
+
+    # A snapshot holding anything but rows goes to the error queue whole, with the reason.
+    write_lines(ch, "snap", "bad.jsonl", Txn("bad", 900).row("INSERT", new=_region(4, "D"))
+                .row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "X"}).commit())
+    run_pipeline(spark, ch)
+    queue = _queue(spark, ch)
+    assert set(queue) == {"bad"}
+    assert "a snapshot transaction holds INSERT records (and a TRUNCATE for an empty table) only; found UPDATE" in queue["bad"]
+    assert _replica(spark, ch) == [(1, "A7", 700), (2, "B65", 650), (3, "C65", 650)]
+    assert _instantiated(spark, ch)["REGIONS"] == (650, "snapshot (transaction s650)")
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    buckets = {r["bucket"]: r["n"] for r in spark.sql(
+        f"SELECT bucket, sum(records) AS n FROM {ch.storage.table('silver', 'outcomes')} "
+        "WHERE stage = 'plan' GROUP BY bucket").collect()}
+    # t3 and t45 (one record each) are below the instantiation SCN of their snapshot.
+    assert buckets["below_instantiation"] == 2
+
+
+def test_snapshot_flag_is_checked(tmp_path):
+    with pytest.raises(ConfigError, match=r"landing\[0\].snapshot: expected true or false, found 'yes'"):
+        make_channel(tmp_path, landing={"src": {"snapshot": "yes"}})
