@@ -77,7 +77,9 @@ def after_floors(rows: DataFrame, floors: DataFrame | None) -> DataFrame:
     (few TRUNCATEs: broadcast)."""
     if floors is None:
         return rows
-    return rows.join(F.broadcast(floors), later(*[F.col(c) for c in CHANGE_STAMP]), "left_anti")
+    # A gold row without a stamp was not written by the apply: a TRUNCATE removes it too.
+    gone = later(*[F.col(c) for c in CHANGE_STAMP]) | F.col("_source_database").isNull()
+    return rows.join(F.broadcast(floors), gone, "left_anti")
 
 
 def holders(spark: SparkSession, gold_table: str, tombstones: str, model: str, table: TableDef) -> DataFrame:

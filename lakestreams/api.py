@@ -370,6 +370,22 @@ class Streams:
 
         return delete_errors(spark, self.channel)
 
+    def compare(self, spark: Any, table: str, snapshot: str) -> Any:
+        """Compare ``table``'s replica with the snapshot file or folder ``snapshot``: counts,
+        checksums, and the differing rows in ``apply_compare`` (``gold.compare``)."""
+        from gold.compare import compare_snapshot
+
+        return compare_snapshot(spark, self.channel, table, snapshot)
+
+    def resnapshot(self, spark: Any, table: str, snapshot: str) -> Any:
+        """Land ``snapshot`` (of ``table`` alone) in the snapshot folder and run the pipeline:
+        the table's target is replaced by it and instantiated at its SCN."""
+        from gold.compare import resnapshot
+        from lakestreams.pipeline import run_pipeline
+
+        resnapshot(spark, self.channel, table, snapshot)
+        return run_pipeline(spark, self.channel)
+
     def rules(self) -> list[dict[str, str]]:
         """Every rule with its client, rule set and Oracle condition (like DBA_STREAMS_RULES)."""
         return describe(build_clients(self.channel))

@@ -145,6 +145,24 @@ def cmd_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare a table's replica with a snapshot; exit 1 when they differ. With
+    ``--resnapshot``, land the snapshot in the snapshot folder and run, which loads it."""
+    from gold.compare import compare_snapshot, resnapshot
+    from lakestreams.pipeline import run_pipeline
+
+    ch = _channel(args)
+    spark = _session(ch)
+    result = compare_snapshot(spark, ch, args.table, args.snapshot)
+    print(result.format())
+    if not args.resnapshot:
+        return 0 if result.identical else 1
+    for f in resnapshot(spark, ch, args.table, args.snapshot):
+        print(f"landed {f}")
+    run_pipeline(spark, ch)
+    return _print_summary(spark, ch)
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -188,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("transaction", nargs="?", help="source transaction id (e.g. 2.6.1043)")
     er.add_argument("--all", action="store_true", help="every transaction in the queue (commit SCN order)")
     er.add_argument("--source-database", help="the transaction's source database, when its id is not unique")
+    cp = add("compare", "compare a table's replica with a snapshot (counts, checksums, differing rows)")
+    cp.add_argument("table", help="OWNER.TABLE: the target (gold) table")
+    cp.add_argument("snapshot", help="file or folder of the snapshot (snapshot landing format)")
+    cp.add_argument("--resnapshot", action="store_true", help="then load the snapshot into the table (re-snapshot)")
     return parser
 
 
@@ -211,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rebuild(args)
         if args.command == "errors":
             return cmd_errors(args)
+        if args.command == "compare":
+            return cmd_compare(args)
     except ReplicationError as e:
         print(f"lakestreams: {e}", file=sys.stderr)
         return 2

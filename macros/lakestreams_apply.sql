@@ -364,7 +364,9 @@
   using (
     select distinct {% for k in keys %}r.`{{ k }}`{% if not loop.last %}, {% endif %}{% endfor %}
     from {{ target_relation }} r
-    join (select * from ({{ changes_sql }}) where _op = 'T') f on {{ lakestreams_later('f', 'r') }}
+    {#- A row the apply did not write (no stamp) goes too: the table is replaced. #}
+    join (select * from ({{ changes_sql }}) where _op = 'T') f
+      on {{ lakestreams_later('f', 'r') }} or r._source_database is null
     {% if soft_delete %}where not r._is_deleted{% endif %}
   ) s
   on {{ lakestreams_key_match('t', 's', keys) }}

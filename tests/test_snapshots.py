@@ -4,12 +4,15 @@ above it apply on top, and a snapshot older than changes already applied keeps t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
 
+from lakestreams.api import Streams
 from lakestreams.audit import run_audit
-from lakestreams.errors import ConfigError
+from lakestreams.errors import ApplyError, ConfigError
 from lakestreams.pipeline import run_pipeline
 
 LOCS_DDL = "CREATE TABLE hr.locs (loc_id NUMBER(4) NOT NULL, city VARCHAR2(20), CONSTRAINT locs_pk PRIMARY KEY (loc_id))"
@@ -110,3 +113,50 @@ def test_snapshot_instantiates_replaces_and_keeps_later_changes(spark, tmp_path)
 def test_snapshot_flag_is_checked(tmp_path):
     with pytest.raises(ConfigError, match=r"landing\[0\].snapshot: expected true or false, found 'yes'"):
         make_channel(tmp_path, landing={"src": {"snapshot": "yes"}})
+
+
+def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path):
+    ch = make_channel(tmp_path, landing=LANDING)
+    gold = f"{ch.storage.schema_name('gold')}.hr__regions"
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new=_region(1, "A")).row("INSERT", new=_region(2, "B"))
+        .row("INSERT", new=_region(3, "C")).commit(),
+    ])
+    run_pipeline(spark, ch)
+    # The replica drifts: a row changed, one removed, one added behind the apply's back.
+    spark.sql(f"UPDATE {gold} SET REGION_NAME = 'X' WHERE REGION_ID = 2")
+    spark.sql(f"DELETE FROM {gold} WHERE REGION_ID = 3")
+    spark.sql(f"INSERT INTO {gold} (REGION_ID, REGION_NAME, NOTE) VALUES (9, 'Z', 's')")
+    rows = [_region(1, "A"), _region(2, "B"), _region(3, "C")]
+    clean = tmp_path / "snapshot_300.jsonl"
+    with clean.open("w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in _snapshot("s300", 300, rows))
+    # One more row whose key does not convert: counted as not compared.
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "part1.jsonl").write_text(clean.read_text())
+    (odd / "part2.jsonl").write_text("\n".join(json.dumps(r) for r in _snapshot("s300", 300, [_region("x", "bad")])))
+    s = Streams(ch)
+    result = s.compare(spark, "hr.regions", str(odd))
+    got = (result.snapshot_rows, result.replica_rows, result.only_in_snapshot, result.only_in_replica,
+           result.different, result.not_compared, result.snapshot_scn, result.applied_scn)
+    assert got == (3, 3, 1, 1, 1, 1, 300, 200)
+    assert not result.identical and result.snapshot_checksum != result.replica_checksum
+    report = spark.table(ch.storage.table("gold", "apply_compare").replace("`", "")).where(
+        f"compare_id = {result.compare_id}").collect()
+    assert sorted((r["status"], r["key"], r["columns"]) for r in report) == [
+        ("different", '{"REGION_ID":2}', ["REGION_NAME"]),
+        ("only_in_replica", '{"REGION_ID":9}', None),
+        ("only_in_snapshot", '{"REGION_ID":3}', None),
+    ]
+    assert "only in snapshot 1, only in replica 1, different 1, snapshot rows not compared 1" in result.format()
+    # A re-snapshot holds one table; then it replaces the replica and the compare is clean.
+    with pytest.raises(ApplyError, match="holds rows that do not reach HR.LOCS|no row of it reaches target hr__locs"):
+        s.resnapshot(spark, "hr.locs", str(clean))
+    s.resnapshot(spark, "hr.regions", str(clean))
+    assert _replica(spark, ch) == [(1, "A", 300), (2, "B", 300), (3, "C", 300)]
+    again = s.compare(spark, "hr.regions", str(clean))
+    assert again.identical and again.snapshot_checksum == again.replica_checksum and again.applied_scn == 300
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
