@@ -351,11 +351,12 @@ class Streams:
         return self._execute(spark, None, None)
 
     def _execute(self, spark: Any, transaction_id: str | None, source_database_name: str | None) -> Any:
-        from lakestreams.pipeline import run_gold
+        from lakestreams.pipeline import run_pipeline
         from lakestreams.rebuild import execute_errors
 
         result = execute_errors(spark, self.channel, transaction_id, source_database_name)
-        run_gold(spark, self.channel)
+        # Applied like any run: conflicts the re-executed transactions explain are retried too.
+        run_pipeline(spark, self.channel, ("gold",))
         return result
 
     def delete_error(self, spark: Any, transaction_id: str, source_database_name: str | None = None) -> int:

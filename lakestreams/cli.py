@@ -122,7 +122,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 def cmd_errors(args: argparse.Namespace) -> int:
     """List the error queue; re-execute or delete error transactions."""
-    from lakestreams.pipeline import run_gold
+    from lakestreams.pipeline import run_pipeline
     from lakestreams.rebuild import delete_errors, execute_errors, format_execute
 
     ch = _channel(args)
@@ -133,7 +133,7 @@ def cmd_errors(args: argparse.Namespace) -> int:
     spark = _session(ch)
     if action == "execute":
         print(format_execute(execute_errors(spark, ch, args.transaction, args.source_database)))
-        run_gold(spark, ch)
+        run_pipeline(spark, ch, ("gold",))
         return _print_summary(spark, ch)
     if action == "delete":
         removed = delete_errors(spark, ch, args.transaction, args.source_database)

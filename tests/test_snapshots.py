@@ -160,3 +160,26 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path):
     assert again.identical and again.snapshot_checksum == again.replica_checksum and again.applied_scn == 300
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
+
+
+def test_failed_snapshot_waits_in_the_queue_and_loads_when_re_executed(spark, tmp_path):
+    ch = make_channel(tmp_path, landing=LANDING)
+    # The snapshot lands before the table's CREATE TABLE record: it fails, whole.
+    write_lines(ch, "snap", "s500.jsonl", _snapshot("s500", 500, [_region(1, "A5"), _region(2, "B5")]))
+    run_pipeline(spark, ch)
+    assert "not in the source dictionary" in _queue(spark, ch)["s500"]
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t4", 400).row("INSERT", new=_region(7, "below")).commit(),
+        # Needs the snapshot's row 2: fails until the snapshot is loaded.
+        *Txn("t6", 600).row("UPDATE", old={"REGION_ID": 2}, new={"REGION_NAME": "B6"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    assert set(_queue(spark, ch)) == {"s500", "t6"}
+    assert _instantiated(spark, ch)["REGIONS"] == (500, "snapshot (transaction s500)")
+    Streams(ch).execute_error(spark, "s500")
+    # The snapshot loaded; the UPDATE it explains was re-executed in the same run.
+    assert _replica(spark, ch) == [(1, "A5", 500), (2, "B6", 600)]
+    assert _queue(spark, ch) == {}
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
