@@ -36,11 +36,13 @@ from lakestreams.config import (
     check_scn,
     compare_setting,
     conflict_handler,
+    dml_handler_spec,
     load_channel,
     split_table_name,
     target_spec,
 )
 from lakestreams.errors import ConfigError
+from silver.handlers import check_handlers
 from silver.rules import build_clients, describe
 
 
@@ -304,6 +306,20 @@ class Streams:
             spec = target_spec({"table": object_name, "history": history, "soft_delete": soft_delete}, "target options")
             kept = (*kept, spec)
         self.channel = self.channel.replace(targets=kept)
+
+    def set_dml_handler(self, object_name: str, operation_name: str, user_procedure: str | None) -> None:
+        """Set (``user_procedure``: a name registered with
+        ``silver.handlers.register_dml_handler``) or remove (None) the DML handler of a
+        target table and operation; it applies to changes silver derives from now on."""
+        owner, table = split_table_name(object_name, "object_name")
+        op = operation_name.upper() if isinstance(operation_name, str) else operation_name
+        kept = tuple(h for h in self.channel.dml_handlers if (h.owner, h.table, h.operation) != (owner, table, op))
+        if user_procedure is not None:
+            spec = dml_handler_spec({"table": object_name, "operation": operation_name, "handler": user_procedure},
+                                    "set_dml_handler")
+            check_handlers((spec,))
+            kept = (*kept, spec)
+        self.channel = self.channel.replace(dml_handlers=kept)
 
     def set_update_conflict_handler(
         self, object_name: str, method_name: str | None, resolution_column: str | None,

@@ -2,7 +2,7 @@
 
 landed = bronze + quarantined
 bronze = duplicate + pending + control + rolled_back + ddl + discarded
-         + below_instantiation + applied + error
+         + handled + below_instantiation + applied + error
 
 ``control`` (COMMIT/ROLLBACK records) and ``rolled_back`` (records of rolled-back
 transactions) are shown apart from rule discards so a discard always names its rule.
@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from lakestreams.config import Channel
 
 BUCKETS = (
-    "duplicate", "pending", "control", "rolled_back", "ddl", "discarded",
+    "duplicate", "pending", "control", "rolled_back", "ddl", "discarded", "handled",
     "below_instantiation", "applied", "error",
 )
 

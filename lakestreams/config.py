@@ -398,6 +398,39 @@ def check_targets(specs: Sequence[TargetSpec], wheres: Sequence[str]) -> tuple[T
     return tuple(specs)
 
 
+#: Operations a DML handler is set for (LOB_UPDATE records are UPDATEs of LOB columns).
+HANDLER_OPERATIONS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE")
+
+
+@dataclass(frozen=True)
+class DmlHandlerSpec:
+    """A DML handler (DBMS_APPLY_ADM.SET_DML_HANDLER): the named function (registered with
+    ``silver.handlers.register_dml_handler``) that takes a target table's changes of one
+    operation, set-wise, and returns what to apply instead."""
+
+    owner: str
+    table: str
+    operation: str
+    handler: str
+
+
+def dml_handler_spec(item: Any, where: str) -> DmlHandlerSpec:
+    d = _take(item, where, {"table": _REQUIRED, "operation": _REQUIRED, "handler": _REQUIRED})
+    owner, table = split_table_name(d["table"], f"{where}.table")
+    op = d["operation"].upper() if isinstance(d["operation"], str) else d["operation"]
+    return DmlHandlerSpec(owner, table, _choice(op, f"{where}.operation", HANDLER_OPERATIONS),
+                          check_identifier(d["handler"], f"{where}.handler"))
+
+
+def check_dml_handlers(specs: Sequence[DmlHandlerSpec], wheres: Sequence[str]) -> tuple[DmlHandlerSpec, ...]:
+    seen = set()
+    for s, where in zip(specs, wheres, strict=True):
+        if (s.owner, s.table, s.operation) in seen:
+            raise ConfigError(f"{where}: {s.owner}.{s.table} has a DML handler for {s.operation} already")
+        seen.add((s.owner, s.table, s.operation))
+    return tuple(specs)
+
+
 @dataclass(frozen=True)
 class TypePolicy:
     """How Oracle types without a stated precision map to Spark."""
@@ -418,6 +451,7 @@ class Channel:
     conflict_handlers: tuple[ConflictHandlerSpec, ...] = ()
     compare_old_values: tuple[CompareSpec, ...] = ()
     targets: tuple[TargetSpec, ...] = ()
+    dml_handlers: tuple[DmlHandlerSpec, ...] = ()
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
     transformation_modules: tuple[str, ...] = ()
@@ -623,6 +657,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "update_conflict_handlers": [],
             "compare_old_values": [],
             "targets": [],
+            "dml_handlers": [],
             "transformation_modules": [],
         },
     )
@@ -721,7 +756,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         if any((k.owner, k.table) == (owner, table) for k in keys):
             raise ConfigError(f"{where}: {owner}.{table} is given a substitute key twice")
         keys.append(KeySpec(owner, table, check_key_columns(kd["columns"], f"{where}.columns")))
-    for key in ("update_conflict_handlers", "compare_old_values", "targets"):
+    for key in ("update_conflict_handlers", "compare_old_values", "targets", "dml_handlers"):
         if not isinstance(d[key], list):
             raise ConfigError(f"{key}: expected a list")
     handler_wheres = [f"update_conflict_handlers[{i}]" for i in range(len(d["update_conflict_handlers"]))]
@@ -732,6 +767,9 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     compares = tuple(compare_setting(c, f"compare_old_values[{i}]") for i, c in enumerate(d["compare_old_values"]))
     target_wheres = [f"targets[{i}]" for i in range(len(d["targets"]))]
     targets = check_targets([target_spec(t, w) for t, w in zip(d["targets"], target_wheres, strict=True)], target_wheres)
+    handler_wheres = [f"dml_handlers[{i}]" for i in range(len(d["dml_handlers"]))]
+    dml_handlers = check_dml_handlers(
+        [dml_handler_spec(h, w) for h, w in zip(d["dml_handlers"], handler_wheres, strict=True)], handler_wheres)
     modules = d["transformation_modules"]
     if not isinstance(modules, list) or not all(
         isinstance(m, str) and all(IDENTIFIER.fullmatch(p) for p in m.split(".")) for m in modules
@@ -749,6 +787,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         conflict_handlers=handlers,
         compare_old_values=compares,
         targets=targets,
+        dml_handlers=dml_handlers,
         types=types,
         source_path=source_path,
     )
@@ -759,10 +798,12 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
 def check_rules(channel: Channel) -> list:
     """Build every rule once so a bad condition or transformation fails on load; returns
     the built clients (``silver.rules.Client``)."""
+    from silver.handlers import check_handlers
     from silver.rules import build_clients
     from silver.transforms import import_modules
 
     import_modules(channel.transformation_modules)
+    check_handlers(channel.dml_handlers)
     try:
         return build_clients(channel, channel_column_types(channel))
     except ReplicationError as e:

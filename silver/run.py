@@ -33,6 +33,7 @@ from silver.dictionary import (
     table_def_from_row,
     table_def_to_row,
 )
+from silver.handlers import apply_dml_handlers
 from silver.rules import Client, build_clients, evaluate
 from silver.transforms import transform_table_def
 
@@ -566,13 +567,20 @@ def derive(
         )
     ]
     registry = load_targets(spark, channel)
+    handled: list[DataFrame] = []
     targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry)
     for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
         cname = change_table_name(src, owner, name)
         qualified = create_change_table(spark, channel, cname, tdef)
         rows = accepted.where(_any_group(groups) & ~misfit)
+        typed, consumed = apply_dml_handlers(
+            type_changes(rows, tdef, batch), [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)])
         with step("silver.change_table"):
-            append(type_changes(rows, tdef, batch), qualified, f"silver.{cname}", batch)
+            append(typed, qualified, f"silver.{cname}", batch)
+        if consumed is not None:
+            handled.append(consumed.select(
+                "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
+                F.concat(F.lit("consumed by DML handler "), F.col("_handler")).alias("_reason")))
         target_row = table_def_to_row(tdef)
         target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
                           change_table=cname, silver_batch=batch)
@@ -592,8 +600,15 @@ def derive(
         with step("silver.snapshots"):
             append(snapshots(classified, snapshot_landings, batch), _t(channel, "snapshots"), "silver.snapshots", batch)
     append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
+    counted = classified.where("_bucket NOT IN ('accepted', 'rule_error')").select(
+        "source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
+    for h in handled:  # changes a DML handler consumed: in no change table
+        counted = counted.unionByName(h.select(
+            F.col("_source_database").alias("source_database"), F.col("_transaction_id").alias("transaction_id"),
+            F.col("_owner").alias("object_owner"), F.col("_table").alias("object_name"),
+            F.lit("handled").alias("_bucket"), "_reason"))
     outcomes = (
-        classified.where("_bucket NOT IN ('accepted', 'rule_error')")
+        counted
         .groupBy("source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
         .count()
         .select(
