@@ -79,8 +79,9 @@ class CompareResult:
 
 
 def _files(path: Path) -> list[str]:
+    """The files of a snapshot: the file itself, or every file under the folder."""
     files = sorted(str(p) for p in path.rglob("*") if p.is_file()) if path.is_dir() else [str(path)]
-    if not files or not all(Path(f).exists() for f in files):
+    if not path.exists() or not files:
         raise ApplyError(f"snapshot {path}: no file there")
     return files
 
@@ -199,11 +200,10 @@ def resnapshot(spark: SparkSession, channel: Channel, table: str, path: str | Pa
     if not folders:
         raise ApplyError("resnapshot: the channel has no snapshot landing folder (a landing with snapshot: true)")
     model = target_model_name(*split_table_name(table, "table"))
-    typed, unrouted, _src = typed_snapshot(spark, channel, Path(path), model)
+    _typed, unrouted, _src = typed_snapshot(spark, channel, Path(path), model)
     if unrouted.limit(1).count():
         raise ApplyError(f"resnapshot: the snapshot {path} holds rows that do not reach {table}: "
                          "a re-snapshot of one table holds that table alone")
-    del typed
     stamp = time.strftime("%Y%m%dT%H%M%S")
     folder = folders[0].path
     folder.mkdir(parents=True, exist_ok=True)
