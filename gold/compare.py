@@ -1,7 +1,7 @@
 """Compare a replica with a snapshot, as HVR's compare does; re-snapshot one table.
 
 The snapshot is a file or folder in the snapshot landing format (``gold.snapshot``):
-INSERT records of the table as of an SCN. Its records are checked as bronze checks
+INSERT records of the table as of an SCN (a TRUNCATE alone: it was empty). Its records are checked as bronze checks
 landing lines, then go through the channel's rules, transformations and typing exactly
 as silver would take them, in memory: nothing is landed, nothing is applied. The typed
 rows are compared with the rows the replica holds:
@@ -36,7 +36,14 @@ from lakestreams.delta_io import append
 from lakestreams.errors import ApplyError
 from silver.changes import target_model_name, type_changes
 from silver.rules import build_clients
-from silver.run import _any_group, _resolve_targets, classify, load_dictionary, load_targets
+from silver.run import (
+    SNAPSHOT_COMMANDS,
+    _any_group,
+    _resolve_targets,
+    classify,
+    load_dictionary,
+    load_targets,
+)
 
 COMPARE_TABLE = "apply_compare"
 COMPARE_DDL = (
@@ -98,7 +105,8 @@ def snapshot_records(spark: SparkSession, path: Path) -> DataFrame:
     bad = parsed.where(F.col("_reason").isNotNull()).select("_reason").limit(1).collect()
     if bad:
         raise ApplyError(f"snapshot {path}: a line is not a change record: {bad[0][0]}")
-    return to_bronze(parsed).where(F.col("ddl_text").isNull() & F.col("command_type").isin("INSERT")).withColumns({
+    # Rows, and the TRUNCATE that says a table was empty at the SCN.
+    return to_bronze(parsed).where(F.col("ddl_text").isNull() & F.col("command_type").isin(*SNAPSHOT_COMMANDS)).withColumns({
         "status": F.lit("COMMITTED"), "is_duplicate": F.lit(False), "silver_batch": F.lit(0).cast("bigint"),
         "released_batch": F.lit(0).cast("bigint"),
     })
@@ -143,12 +151,12 @@ def compare_snapshot(spark: SparkSession, channel: Channel, table: str, path: st
         replica_cols = [c for c in spark.table(gold).columns if not c.startswith("_")]
         keys = next(t for _s, _o, _n, t, _c in load_targets(spark, channel)
                     if target_model_name(t.owner, t.name) == model).key_columns
-        good = typed.where("_error IS NULL")
+        good = typed.where(F.col("_error").isNull() & (F.col("_command_type") == "INSERT"))
         snap = good.select(*[F.col(f"_new.`{c}`").alias(c) for c in replica_cols]).alias("s")
         rep = live_rows(spark, gold).select(*replica_cols).alias("r")
         scn_row = typed.agg(F.max("_commit_scn"), F.min("_commit_scn")).first()
         if scn_row[0] is None:
-            raise ApplyError(f"compare: the snapshot {path} holds no row of {table}")
+            raise ApplyError(f"compare: the snapshot {path} holds no record of {table}")
         if scn_row[0] != scn_row[1]:
             raise ApplyError(f"compare: the snapshot {path} holds rows of SCN {scn_row[1]} to {scn_row[0]}; "
                              "a snapshot is one SCN")

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
 
 from lakestreams.api import Streams
 from lakestreams.audit import run_audit
+from lakestreams.cli import main
 from lakestreams.errors import ApplyError, ConfigError
 from lakestreams.pipeline import run_pipeline
 
@@ -115,7 +117,7 @@ def test_snapshot_flag_is_checked(tmp_path):
         make_channel(tmp_path, landing={"src": {"snapshot": "yes"}})
 
 
-def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path):
+def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, capsys):
     ch = make_channel(tmp_path, landing=LANDING)
     gold = f"{ch.storage.schema_name('gold')}.hr__regions"
     write_lines(ch, "src", "f1.jsonl", [
@@ -158,6 +160,20 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path):
     assert _replica(spark, ch) == [(1, "A", 300), (2, "B", 300), (3, "C", 300)]
     again = s.compare(spark, "hr.regions", str(clean))
     assert again.identical and again.snapshot_checksum == again.replica_checksum and again.applied_scn == 300
+    # The CLI: a table that was empty at the snapshot's SCN (a TRUNCATE alone) differs in
+    # every replica row, and the command says so by its exit code.
+    empty = tmp_path / "empty_400.jsonl"
+    empty.write_text("\n".join(json.dumps(r) for r in Txn("s400", 400).row("TRUNCATE").commit()))
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
+                                 "schema": ch.storage.schema},
+        "landing": [{"name": ld.name, "path": str(ld.path), "snapshot": ld.snapshot} for ld in ch.landing],
+    }))
+    assert main(["compare", "hr.regions", str(empty), "--channel", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "rows       snapshot         0   replica         3" in out
+    assert "only in snapshot 0, only in replica 3, different 0" in out
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
 
