@@ -102,6 +102,7 @@ def snapshot_records(spark: SparkSession, path: Path) -> DataFrame:
         F.current_timestamp().alias("_ingested_at"),
     )
     parsed = parse_lines(lines)
+    # At most one reason string reaches the driver, not the rows.
     bad = parsed.where(F.col("_reason").isNotNull()).select("_reason").limit(1).collect()
     if bad:
         raise ApplyError(f"snapshot {path}: a line is not a change record: {bad[0][0]}")
@@ -181,8 +182,10 @@ def compare_snapshot(spark: SparkSession, channel: Channel, table: str, path: st
             F.when(F.col("s._s").isNotNull() & F.col("r._r").isNotNull(), differs).alias("columns"),
         ).where("status IS NOT NULL")
         report_table = st.table("gold", COMPARE_TABLE)
+        # Constant column list; the name is quoted by Storage.table from checked identifiers.
         spark.sql(f"CREATE TABLE IF NOT EXISTS {report_table} ({COMPARE_DDL}) USING DELTA")
         append(diff, report_table, "gold.compare", compare_id)
+        # One row per status (at most three): counts, not the differing rows.
         counts = spark.table(report_table.replace("`", "")).where(F.col("compare_id") == compare_id).groupBy(
             "status").count().collect()
         by_status = {r["status"]: r["count"] for r in counts}

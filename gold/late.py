@@ -62,6 +62,11 @@ def later(src: Column, scn: Column, txn: Column, time: Column) -> Column:
     )
 
 
+def holder_later() -> Column:
+    """``later`` of a holder stamp (``_h_*``) over a change's or gold row's stamp."""
+    return later(*[F.col(c) for c in CHANGE_STAMP])
+
+
 def truncate_floors(spark: SparkSession, tombstones: str, model: str, new: DataFrame | None) -> DataFrame:
     """The TRUNCATEs of a target as holder stamps (``_h_*``): those applied before (their
     tombstone has no key) and ``new`` ones (changes with ``_op`` T)."""
@@ -78,7 +83,7 @@ def after_floors(rows: DataFrame, floors: DataFrame | None) -> DataFrame:
     if floors is None:
         return rows
     # A gold row without a stamp was not written by the apply: a TRUNCATE removes it too.
-    gone = later(*[F.col(c) for c in CHANGE_STAMP]) | F.col("_source_database").isNull()
+    gone = holder_later() | F.col("_source_database").isNull()
     return rows.join(F.broadcast(floors), gone, "left_anti")
 
 
@@ -104,7 +109,7 @@ def late_keys(new: DataFrame, stamps: DataFrame) -> DataFrame:
     """Keys where a new change (above the instantiation SCN) meets a later stamp."""
     t = _touched(new)
     return t.join(stamps, "_kj").where(
-        later(*[F.col(c) for c in CHANGE_STAMP])
+        holder_later()
     ).select("_kj").distinct()
 
 
@@ -220,7 +225,7 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
             F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *as_holder())
         touched.append(queued)
         first.append(_touched(now).withColumn("_kj", F.concat(F.lit(f"{i}:"), F.col("_kj"))).join(queued, "_kj").where(
-            later(*[F.col(c) for c in CHANGE_STAMP])
+            holder_later()
         ).select("_h_src", "_h_txn"))
     if not first:
         return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
@@ -231,7 +236,7 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
         mine = keys.join(found, ["_h_src", "_h_txn"], "left_semi").select(
             "_kj", *[F.col(h).alias(c) for c, h in zip(CHANGE_STAMP, STAMP, strict=True)])
         more = mine.join(keys, "_kj").where(
-            later(*[F.col(c) for c in CHANGE_STAMP])
+            holder_later()
         ).select("_h_src", "_h_txn").join(found, ["_h_src", "_h_txn"], "left_anti").distinct()
         with step("gold.retry.cascade"):
             grown = more.limit(1).count() > 0

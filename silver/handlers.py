@@ -21,6 +21,7 @@ a broken handler, and the silver batch stops with the reason before writing the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -76,10 +77,4 @@ def apply_dml_handlers(typed: DataFrame, specs: list[DmlHandlerSpec]) -> tuple[D
         out.append(returned)
         consumed.append(given.join(returned.select(*IDENTITY), IDENTITY, "left_anti")
                         .withColumn("_handler", F.lit(s.handler)))
-    result = out[0]
-    for df in out[1:]:
-        result = result.unionByName(df)
-    gone = consumed[0]
-    for df in consumed[1:]:
-        gone = gone.unionByName(df)
-    return result, gone
+    return reduce(DataFrame.unionByName, out), reduce(DataFrame.unionByName, consumed)
