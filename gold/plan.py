@@ -7,7 +7,9 @@ For the silver batches not applied yet, the plan
 2. orders every target table's changes by commit time, source, commit SCN,
    transaction and position (``_seq``) and groups them into row incarnations
    (``_root``): an INSERT starts one, an UPDATE that changes the key carries it to the
-   new key (chains k1→k2→k3 included), a DELETE ends it;
+   new key (chains k1→k2→k3 included), a DELETE ends it; a change that meets the wrong
+   row state fails its transaction, unless the error handler of its table and
+   operation resolves or consumes it (``gold.handled``);
 3. writes one plan table per target with work. The dbt model of the target filters
    it by instantiation SCN and folds each incarnation into one MERGE.
 """
@@ -23,6 +25,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
+from gold.handled import (
+    IDENTITY,
+    cleared_failures,
+    failing_changes,
+    handle_failures,
+    handled_table_name,
+    raised_failures,
+    with_handled,
+)
 from gold.late import (
     CONFLICT_ERRORS,
     TOMBSTONES_DDL,
@@ -544,8 +555,41 @@ def first_failures(found: DataFrame) -> DataFrame:
     later = ranked.where(
         (F.col("_other") < F.col("_seq")) | F.coalesce(missing_before < F.col("_seq"), F.lit(False))
     ).select("_model", "_seq").distinct()
-    return found.join(later, ["_model", "_seq"], "left_anti").select(
-        "_source_database", "_transaction_id", "_error", "failing_record")
+    return found.join(later, ["_model", "_seq"], "left_anti")
+
+
+#: A failing transaction: what the error queue is built from.
+FAILURE = ("_source_database", "_transaction_id", "_error", "failing_record")
+
+
+def _error_handlers(
+    rows: DataFrame, targets: list[tuple], plans: dict[str, DataFrame], error_specs: dict[str, list],
+    handled: dict[str, DataFrame],
+) -> tuple[DataFrame, DataFrame, set[str]]:
+    """A round's first failures (``rows``) after the error handlers had them
+    (``gold.handled``). Puts the handlers' outputs into ``targets`` (the changes) and
+    ``handled``; returns the failures left, the transactions a handler failed, and the
+    targets to plan again."""
+    raised, redo = [rows.select(*FAILURE).limit(0)], set()
+    if not error_specs:
+        return rows, raised[0], redo
+    # Only target names reach the driver (one row per target with a failure: metadata).
+    failing = {r[0] for r in rows.select("_model").distinct().collect()} & set(error_specs)
+    for i, t in enumerate(targets):
+        model = t[3]
+        if model not in failing:
+            continue
+        mine = rows.where(F.col("_model") == model)
+        asked = handled[model].select(*IDENTITY) if model in handled else None
+        changes, out = handle_failures(error_specs[model], t[2], t[4], failing_changes(mine, plans[model], t[4]), asked)
+        if out is None:
+            continue
+        targets[i] = (*t[:4], changes, t[5])
+        handled[model] = out if model not in handled else handled[model].unionByName(out).localCheckpoint()
+        rows = rows.where(F.col("_model") != model).unionByName(cleared_failures(mine, out))
+        raised.append(raised_failures(out))
+        redo.add(model)
+    return rows.localCheckpoint(), reduce(DataFrame.unionByName, raised), redo
 
 
 def run_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -653,8 +697,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         if model not in late_models:
             return model, None, None
         with step("plan.late.history"):
+            derived = reduce(DataFrame.unionByName, earlier[(owner, name)])
             history = applied_history(
-                with_keys(reduce(DataFrame.unionByName, earlier[(owner, name)]), tdef),
+                with_keys(with_handled(spark, derived, st.table("silver", handled_table_name(model))), tdef),
                 applied.where((F.col("owner") == owner) & (F.col("table_name") == name)).drop("owner", "table_name").distinct(),
             )
             keys, rows = refold(spark, seeds.where(F.col("_model") == model).select("_kj"), history)
@@ -662,6 +707,11 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
 
     with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
         late = {model: (keys, rows) for model, keys, rows in pool.map(late_work, targets)}
+    # Error handlers per target (a failure of their table and operation goes to them first).
+    error_specs = {t[3]: [h for h in channel.dml_handlers if h.error_handler and (h.owner, h.table) == (t[0], t[1])]
+                   for t in targets}
+    error_specs = {m: specs for m, specs in error_specs.items() if specs}
+    handled: dict[str, DataFrame] = {}  # per target: what its error handlers returned and consumed
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
 
@@ -713,8 +763,10 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             .join(bad, ["_source_database", "_transaction_id"], "left_anti")
             .localCheckpoint()
         )
-        new = first_failures(found).localCheckpoint()
-        if new.limit(1).count() == 0:
+        rows = first_failures(found).localCheckpoint()
+        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled)
+        new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
+        if new.limit(1).count() == 0 and not redo:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
         # Targets touched by a newly failed transaction; only their names reach the driver
@@ -723,7 +775,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             changes.select(F.lit(model).alias("_model"), "_source_database", "_transaction_id")
             for _o, _n, _t, model, changes, _s in targets
         ]).join(new.select("_source_database", "_transaction_id"), ["_source_database", "_transaction_id"], "left_semi")
-        dirty = {r["_model"] for r in touched.select("_model").distinct().collect()}
+        dirty = {r["_model"] for r in touched.select("_model").distinct().collect()} | redo
     else:
         raise ApplyError(
             f"plan {plan_id}: row conflicts still cascade after {MAX_CONFLICT_ROUNDS} rounds; nothing was applied"
@@ -752,6 +804,11 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     )
     with step("plan.error_queue"):
         append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
+    # What error handlers returned and consumed, kept so re-folds read applied history as applied.
+    for model, out in sorted(handled.items()):
+        with step("plan.handled"):
+            append(out.drop("_seq", "_root", "_missing").withColumn("_plan_id", F.lit(plan_id).cast("bigint")),
+                   st.table("silver", handled_table_name(model)), f"gold.handled.{model}", plan_id)
     # 3. Write each target's plan table; its dbt model applies it. Resolved update
     #    conflicts are logged with the method and what it decided.
     bad = failed.select("_source_database", "_transaction_id")
@@ -782,7 +839,11 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         if has_rows:
             plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
                                            late[model][0] is not None))
-        tagged = changes.join(
+        mine = changes.withColumn("_handled", F.lit(False))
+        if model in handled:  # changes an error handler consumed: no longer among the changes
+            mine = mine.unionByName(handled[model].where("_consumed").withColumn("_error", F.lit(None).cast("string"))
+                                    .select(*changes.columns).withColumn("_handled", F.lit(True)))
+        tagged = mine.join(
             bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
         ).join(_table_inst(inst, sources), "_source_database", "left")
         outcome_parts.append(
@@ -790,6 +851,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 "_source_database", "_transaction_id",
                 F.lit(owner).alias("owner"), F.lit(name).alias("table_name"),
                 F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
+                .when(F.col("_handled"), "handled")
                 .when(~above_instantiation(), "below_instantiation")
                 .otherwise("applied").alias("bucket"),
             )

@@ -307,16 +307,22 @@ class Streams:
             kept = (*kept, spec)
         self.channel = self.channel.replace(targets=kept)
 
-    def set_dml_handler(self, object_name: str, operation_name: str, user_procedure: str | None) -> None:
-        """Set (``user_procedure``: a name registered with
-        ``silver.handlers.register_dml_handler``) or remove (None) the DML handler of a
-        target table and operation; it applies to changes silver derives from now on."""
+    def set_dml_handler(
+        self, object_name: str, operation_name: str, user_procedure: str | None, error_handler: bool = False,
+        sql: dict | None = None,
+    ) -> None:
+        """Set or remove (``user_procedure`` and ``sql`` None) the DML handler of a target
+        table and operation, or its error handler (``error_handler=True``): a function
+        registered with ``silver.handlers.register_dml_handler`` (``user_procedure``) or
+        SQL expressions (``sql``: ``consume_when``, ``raise_when``, ``command_type``,
+        ``set``). One handler per table and operation, as in Oracle Streams. It applies to
+        changes silver derives, and failures the plan judges, from now on."""
         owner, table = split_table_name(object_name, "object_name")
         op = operation_name.upper() if isinstance(operation_name, str) else operation_name
         kept = tuple(h for h in self.channel.dml_handlers if (h.owner, h.table, h.operation) != (owner, table, op))
-        if user_procedure is not None:
-            spec = dml_handler_spec({"table": object_name, "operation": operation_name, "handler": user_procedure},
-                                    "set_dml_handler")
+        if user_procedure is not None or sql is not None:
+            spec = dml_handler_spec({"table": object_name, "operation": operation_name, "handler": user_procedure,
+                                     "sql": sql, "error_handler": error_handler}, "set_dml_handler")
             check_handlers((spec,))
             kept = (*kept, spec)
         self.channel = self.channel.replace(dml_handlers=kept)

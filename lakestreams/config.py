@@ -402,32 +402,97 @@ def check_targets(specs: Sequence[TargetSpec], wheres: Sequence[str]) -> tuple[T
 HANDLER_OPERATIONS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE")
 
 
+#: Operations a SQL handler may turn a change into.
+SQL_HANDLER_COMMANDS = ("INSERT", "UPDATE", "DELETE")
+
+
+@dataclass(frozen=True)
+class HandlerSql:
+    """A handler written as SQL expressions in the rule-condition language (``:dml``),
+    applied set-wise to the changes it gets:
+
+    - ``consume_when``: a condition; a change it holds for is consumed (nothing applied);
+    - ``raise_when``: a condition; a change it holds for fails its transaction (as a
+      handler raising an exception does);
+    - ``command_type``: the change is applied as this operation;
+    - ``set``: new values, column → value expression over the change.
+    """
+
+    consume_when: str | None = None
+    raise_when: str | None = None
+    command_type: str | None = None
+    set: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass(frozen=True)
 class DmlHandlerSpec:
-    """A DML handler (DBMS_APPLY_ADM.SET_DML_HANDLER): the named function (registered with
-    ``silver.handlers.register_dml_handler``) that takes a target table's changes of one
-    operation, set-wise, and returns what to apply instead."""
+    """A DML or error handler (DBMS_APPLY_ADM.SET_DML_HANDLER, ``error_handler`` TRUE or
+    FALSE) of a target table and operation: a function registered with
+    ``silver.handlers.register_dml_handler`` (``handler``) or SQL expressions (``sql``).
+    A DML handler gets every change of the operation; an error handler only those that
+    failed (a value that does not convert, a conflict no update conflict handler
+    resolved, a missing row, a taken key), with the error."""
 
     owner: str
     table: str
     operation: str
-    handler: str
+    handler: str | None = None
+    error_handler: bool = False
+    sql: HandlerSql | None = None
+
+    @property
+    def kind(self) -> str:
+        return "error handler" if self.error_handler else "DML handler"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.handler or 'SQL'} of {self.owner}.{self.table} {self.operation}"
+
+
+def handler_sql(item: Any, where: str) -> HandlerSql:
+    d = _take(item, where, {"consume_when": None, "raise_when": None, "command_type": None, "set": {}})
+    for key in ("consume_when", "raise_when"):
+        if d[key] is not None and not isinstance(d[key], str):
+            raise ConfigError(f"{where}.{key}: expected a condition (text)")
+    cmd = d["command_type"].upper() if isinstance(d["command_type"], str) else d["command_type"]
+    if cmd is not None:
+        _choice(cmd, f"{where}.command_type", SQL_HANDLER_COMMANDS)
+    if not isinstance(d["set"], dict) or not all(isinstance(v, str) for v in d["set"].values()):
+        raise ConfigError(f"{where}.set: expected a mapping column -> value expression (text)")
+    cols = [check_identifier(c, f"{where}.set").upper() for c in d["set"]]
+    if len(set(cols)) != len(cols):
+        raise ConfigError(f"{where}.set: a column is set twice")
+    sql = HandlerSql(d["consume_when"], d["raise_when"], cmd, tuple(zip(cols, d["set"].values(), strict=True)))
+    if sql == HandlerSql():
+        raise ConfigError(f"{where}: a SQL handler needs consume_when, raise_when, command_type or set")
+    return sql
 
 
 def dml_handler_spec(item: Any, where: str) -> DmlHandlerSpec:
-    d = _take(item, where, {"table": _REQUIRED, "operation": _REQUIRED, "handler": _REQUIRED})
+    d = _take(item, where, {"table": _REQUIRED, "operation": _REQUIRED, "handler": None, "sql": None,
+                            "error_handler": False})
     owner, table = split_table_name(d["table"], f"{where}.table")
     op = d["operation"].upper() if isinstance(d["operation"], str) else d["operation"]
-    return DmlHandlerSpec(owner, table, _choice(op, f"{where}.operation", HANDLER_OPERATIONS),
-                          check_identifier(d["handler"], f"{where}.handler"))
+    if (d["handler"] is None) == (d["sql"] is None):
+        raise ConfigError(f"{where}: give either handler (a registered function) or sql (expressions)")
+    return DmlHandlerSpec(
+        owner, table, _choice(op, f"{where}.operation", HANDLER_OPERATIONS),
+        None if d["handler"] is None else check_identifier(d["handler"], f"{where}.handler"),
+        _bool(d["error_handler"], f"{where}.error_handler"),
+        None if d["sql"] is None else handler_sql(d["sql"], f"{where}.sql"),
+    )
 
 
 def check_dml_handlers(specs: Sequence[DmlHandlerSpec], wheres: Sequence[str]) -> tuple[DmlHandlerSpec, ...]:
-    seen = set()
+    """One handler per table and operation: a DML handler and an error handler for the
+    same operation cannot both be set."""
+    seen: dict[tuple[str, str, str], DmlHandlerSpec] = {}
     for s, where in zip(specs, wheres, strict=True):
-        if (s.owner, s.table, s.operation) in seen:
-            raise ConfigError(f"{where}: {s.owner}.{s.table} has a DML handler for {s.operation} already")
-        seen.add((s.owner, s.table, s.operation))
+        other = seen.get((s.owner, s.table, s.operation))
+        if other is not None:
+            raise ConfigError(f"{where}: {s.owner}.{s.table} has a{'n' if other.error_handler else ''} "
+                              f"{other.kind} for {s.operation} already")
+        seen[(s.owner, s.table, s.operation)] = s
     return tuple(specs)
 
 

@@ -238,8 +238,8 @@ def format_summary(
         f"  applied             {b.get('applied', 0):>9}",
         f"  discarded (rules)   {b.get('discarded', 0):>9}",
         *(f"    {n:>7}  {reason}" for reason, n in discards),
-        # Only with DML handlers: records a handler consumed.
-        *([f"  handled (DML handler){b['handled']:>8}"] if b.get("handled") else []),
+        # Only with DML or error handlers: records a handler consumed.
+        *([f"  handled (handlers)  {b['handled']:>9}"] if b.get("handled") else []),
         f"  below instantiation {b.get('below_instantiation', 0):>9}",
         f"  errors              {b.get('error', 0):>9}  ({error_queue} transactions in the error queue)",
         f"  DDL                 {b.get('ddl', 0):>9}",

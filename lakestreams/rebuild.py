@@ -37,6 +37,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from gold.handled import handled_table_name
 from gold.plan import create_gold_tables, history_tables, plan_table_name, unfinished_plan
 from lakestreams.config import Channel, check_global_name, split_table_name
 from lakestreams.delta_io import append, log_state
@@ -221,6 +222,7 @@ def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> N
         drop_table(spark, st.table("silver", cname))
     for model in scope.models:
         drop_table(spark, st.table("silver", plan_table_name(model)))
+        drop_table(spark, st.table("silver", handled_table_name(model)))
         for name in (model, *history_tables(model)):
             drop_table(spark, st.table("gold", name))
     tables = spark.createDataFrame(scope.tables, SCOPE_DDL)

@@ -574,13 +574,14 @@ def derive(
         qualified = create_change_table(spark, channel, cname, tdef)
         rows = accepted.where(_any_group(groups) & ~misfit)
         typed, consumed = apply_dml_handlers(
-            type_changes(rows, tdef, batch), [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)])
+            type_changes(rows, tdef, batch), [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)],
+            tdef)
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
         if consumed is not None:
             handled.append(consumed.select(
                 "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
-                F.concat(F.lit("consumed by DML handler "), F.col("_handler")).alias("_reason")))
+                "_reason"))
         target_row = table_def_to_row(tdef)
         target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
                           change_table=cname, silver_batch=batch)
@@ -602,7 +603,7 @@ def derive(
     append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
     counted = classified.where("_bucket NOT IN ('accepted', 'rule_error')").select(
         "source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
-    for h in handled:  # changes a DML handler consumed: in no change table
+    for h in handled:  # changes a DML or error handler consumed: in no change table
         counted = counted.unionByName(h.select(
             F.col("_source_database").alias("source_database"), F.col("_transaction_id").alias("transaction_id"),
             F.col("_owner").alias("object_owner"), F.col("_table").alias("object_name"),
