@@ -477,6 +477,20 @@ def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> D
         F.col("source_database").alias("_source_database"), "instantiation_scn", "snapshot_transaction")
 
 
+def with_inst_literals(rows: DataFrame, inst_rows: dict, sources: tuple[tuple[str, str, str], ...]) -> DataFrame:
+    """``rows`` of a target with ``instantiation_scn`` and ``snapshot_transaction`` per
+    source database (what ``above_instantiation`` reads), as literals from ``inst_rows``
+    ((source, owner, table) → (SCN, snapshot transaction)) rather than a join."""
+    scn, snap = F.lit(None).cast("bigint"), F.lit(None).cast("string")
+    for src, owner, name in sources:
+        if (src, owner, name) in inst_rows:
+            at, txn = inst_rows[(src, owner, name)]
+            mine = F.col("_source_database") == src
+            scn = F.when(mine, F.lit(at).cast("bigint")).otherwise(scn)
+            snap = F.when(mine, F.lit(txn).cast("string")).otherwise(snap)
+    return rows.withColumns({"instantiation_scn": scn, "snapshot_transaction": snap})
+
+
 def row_conflicts(
     spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef, floors: DataFrame | None = None
 ) -> DataFrame:
@@ -619,20 +633,28 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         earlier.setdefault((tdef.owner, tdef.name), []).append(full.where(F.col("_silver_batch") < lo))
     # 1. Transactions that fail, decided once for all tables. Instantiation SCNs are set
     #    for source objects, whatever name a transformation gives the target.
-    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error"]
-    all_changes = [df.select(*meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"))
-                   for items in per_source.values() for _, df, source, _ in items]
+    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type"]
+    all_changes = [df.select(*meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
+                             F.lit(target_model_name(*target)).alias("_model"))
+                   for target, items in per_source.items() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
-    failures = txn_errors
+    failures, truncated_models = txn_errors, set()
     if all_changes:
         union = reduce(DataFrame.unionByName, all_changes)
         with_inst = union.join(
             inst.select(F.col("source_database").alias("_source_database"), F.col("owner").alias("_owner"),
-                        F.col("table_name").alias("_table"), "instantiation_scn"),
+                        F.col("table_name").alias("_table"), "instantiation_scn", "snapshot_transaction"),
             ["_source_database", "_owner", "_table"], "left",
         )
+        # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
+        # the snapshot that instantiates them (which opens with one). Found for all targets
+        # in one job; one row per such target reaches the driver.
+        opens = (F.col("_command_type") == "TRUNCATE") | (F.col("_transaction_id") == F.col("snapshot_transaction"))
+        with step("plan.truncates"):
+            truncated_models = {r[0] for r in with_inst.where(
+                F.col("_error").isNull() & opens & above_instantiation()).select("_model").distinct().collect()}
         row_errors = with_inst.select(
             "_source_database", "_transaction_id",
             F.coalesce(
@@ -677,20 +699,22 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
              "owner", "table_name")
     gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
-    stamped, truncating = [], []
+    # The instantiation SCN and snapshot per source table: metadata (one row per table).
+    inst_rows = {(r["source_database"], r["owner"], r["table_name"]): (r["instantiation_scn"], r["snapshot_transaction"])
+                 for r in inst.collect()}
+    stamped = []
     for _owner, _name, tdef, model, changes, sources in targets:
-        tinst = _table_inst(inst, sources)
-        new = with_keys(changes.where("_error IS NULL"), tdef).join(F.broadcast(tinst), "_source_database")
-        new = with_snapshot_truncates(new.where(above_instantiation()), tinst)
-        truncating.append(new.where(F.col("_op") == "T").select(F.lit(model).alias("_model")).limit(1))
         if model in gold_tables or has_floor[model] or model in tombstoned:
+            # Row changes above the instantiation SCN; the SCNs are literals here, so the
+            # one job over every target holds no join per target.
+            new = with_inst_literals(with_keys(changes.where("_error IS NULL"), tdef), inst_rows, sources).where(
+                above_instantiation() & (F.col("_op") != "T"))
             stamps = holders(spark, st.table("gold", model), st.table("silver", "tombstones"), model, tdef)
-            stamped.append(late_keys(new.where(F.col("_op") != "T"), stamps).withColumn("_model", F.lit(model)))
+            stamped.append(late_keys(new, stamps).withColumn("_model", F.lit(model)))
     with step("plan.late"):
         seeds = reduce(DataFrame.unionByName, stamped).localCheckpoint() if stamped else None
-        # Only target names reach the driver (one row per target with late keys / a TRUNCATE).
+        # Only target names reach the driver (one row per target with late keys).
         late_models = set() if seeds is None else {r[0] for r in seeds.select("_model").distinct().collect()}
-        truncated_models = {r[0] for r in reduce(DataFrame.unionByName, truncating).collect()} if truncating else set()
 
     def late_work(t: tuple) -> tuple[str, DataFrame | None, DataFrame | None]:
         owner, name, tdef, model, _changes, _sources = t
