@@ -28,9 +28,6 @@ from lakestreams.config import DmlHandlerSpec
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY, run_handler
 
-__all__ = ["IDENTITY", "cleared_failures", "failing_changes", "handle_failures", "handled_table_name",
-           "raised_failures", "with_handled"]
-
 
 def handled_table_name(model: str) -> str:
     return f"handled__{model}"

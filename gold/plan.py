@@ -26,7 +26,6 @@ from pyspark.sql.window import Window
 
 from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
 from gold.handled import (
-    IDENTITY,
     cleared_failures,
     failing_changes,
     handle_failures,
@@ -55,6 +54,7 @@ from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
+from silver.handlers import IDENTITY
 from silver.run import declared_tables, load_targets, refuse_during_rebuild
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
