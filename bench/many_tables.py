@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import sys
 import time
@@ -27,6 +28,7 @@ from common import bench_channel  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+from lakestreams.timing import TOTALS  # noqa: E402
 
 SOURCE, OWNER = "WIDE.EXAMPLE.COM", "WIDE"
 
@@ -80,6 +82,9 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=100)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_many_tables"))
     args = ap.parse_args()
+    # Step timings on stderr as the runs go (the figures are printed at the end).
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("lakestreams.timing").setLevel(logging.INFO)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     spark = build_session(out / "wh", app_name="lakestreams-bench-many-tables")
@@ -96,14 +101,18 @@ def main() -> None:
         run_pipeline(spark, ch)
         first = time.perf_counter() - start
         (landing / "f2.jsonl").write_text("".join(changes(busy, args.rows, args.changes, 10_000_000)))
+        before = dict(TOTALS)
         start = time.perf_counter()
         r = run_pipeline(spark, ch)
         second = time.perf_counter() - start
+        # The busy run's slowest steps (seconds; threads overlap, so they may add up to more).
+        steps = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])[:8]
         start = time.perf_counter()
         run_pipeline(spark, ch)
         idle = time.perf_counter() - start
         result[label] = {"tables": len(tables), "load_run_s": round(first, 1), "busy_run_s": round(second, 1),
-                         "idle_run_s": round(idle, 1), "models_run": len(r.dbt)}
+                         "idle_run_s": round(idle, 1), "models_run": len(r.dbt),
+                         "busy_run_steps_s": {k: round(v, 1) for k, v in steps}}
     quiet = args.tables - args.busy
     extra = result["wide"]["busy_run_s"] - result["narrow"]["busy_run_s"]
     print(json.dumps({

@@ -635,12 +635,13 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    for source objects, whatever name a transformation gives the target.
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type"]
     all_changes = [df.select(*meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
-                             F.lit(target_model_name(*target)).alias("_model"))
+                             F.lit(target_model_name(*target)).alias("_model"),
+                             F.lit(target[0]).alias("owner"), F.lit(target[1]).alias("table_name"))
                    for target, items in per_source.items() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
-    failures, truncated_models = txn_errors, set()
+    failures, truncated_models, with_inst = txn_errors, set(), None
     if all_changes:
         union = reduce(DataFrame.unionByName, all_changes)
         with_inst = union.join(
@@ -759,7 +760,10 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             ok = after_floors(ok, floors)
             with step("plan.order"):
                 planned = build_target_plan(flag_refold(ok, refold_keys), tdef)
-                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors)
+                # Evaluated once: the round's conflicts and, in the last round, the plan
+                # table, the conflict log and the tombstones all read it, and a
+                # checkpoint keeps no query plan per target alive on the driver.
+                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors).localCheckpoint()
             rows = row_conflicts(spark, judged, gold, tdef, floors)
             others = value_conflicts(judged)
             if history is not None:
@@ -847,8 +851,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         with step("plan.tombstones"):
             if vacated.limit(1).count() > 0:
                 append(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
-    outcome_parts = []
-    for owner, name, tdef, model, changes, sources in targets:
+    def write_target(t: tuple) -> TargetPlan | None:
+        owner, name, tdef, model, _changes, sources = t
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
             rows = plans[model].drop(*JUDGING_COLUMNS)
@@ -858,35 +862,52 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 rows = rows.unionByName(truncs.select(*[c for c in truncs.columns if c in rows.columns]),
                                         allowMissingColumns=True)
             overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
-            truncates = truncated.get(model) is not None and truncated[model].limit(1).count() > 0
-            has_rows = truncates or plans[model].limit(1).count() > 0
-        if has_rows:
-            plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
-                                           late[model][0] is not None))
-        mine = changes.withColumn("_handled", F.lit(False))
-        if model in handled:  # changes an error handler consumed: no longer among the changes
-            mine = mine.unionByName(handled[model].where("_consumed").withColumn("_error", F.lit(None).cast("string"))
-                                    .select(*changes.columns).withColumn("_handled", F.lit(True)))
-        tagged = mine.join(
-            bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left"
-        ).join(_table_inst(inst, sources), "_source_database", "left")
-        outcome_parts.append(
-            tagged.select(
-                "_source_database", "_transaction_id",
-                F.lit(owner).alias("owner"), F.lit(name).alias("table_name"),
-                F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
-                .when(F.col("_handled"), "handled")
-                .when(~above_instantiation(), "below_instantiation")
-                .otherwise("applied").alias("bucket"),
-            )
+            truncates = truncs is not None and truncs.limit(1).count() > 0
+            if not (truncates or plans[model].limit(1).count() > 0):
+                return None
+        return TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
+                          late[model][0] is not None)
+
+    # Targets are written independently (a few at once, as they are planned).
+    with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
+        plan.targets.extend(tp for tp in pool.map(write_target, targets) if tp is not None)
+    # Where each change went. All targets' changes with their instantiation SCNs are one
+    # job (``with_inst``); a target whose error handlers returned or consumed changes is
+    # counted from its changes as the handlers left them.
+    inst_cols = ["_source_database", "_transaction_id", "_commit_scn", "_error", "owner", "table_name",
+                 "instantiation_scn", "snapshot_transaction"]
+    outcome_parts = []
+    if with_inst is not None:
+        outcome_parts.append(with_inst.where(~F.col("_model").isin(list(handled))).select(
+            *inst_cols, F.lit(False).alias("_handled")))
+    for owner, name, _tdef, model, changes, sources in targets:
+        if model not in handled:
+            continue
+        # Changes an error handler consumed are no longer among the changes.
+        mine = changes.withColumn("_handled", F.lit(False)).unionByName(
+            handled[model].where("_consumed").withColumn("_error", F.lit(None).cast("string"))
+            .select(*changes.columns).withColumn("_handled", F.lit(True)))
+        mine = mine.select("_source_database", "_transaction_id", "_commit_scn", "_error", "_handled",
+                           F.lit(owner).alias("owner"), F.lit(name).alias("table_name"))
+        outcome_parts.append(mine.join(_table_inst(inst, sources), "_source_database", "left")
+                             .select(*inst_cols, "_handled"))
+    bucketed = [
+        part.join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(
+            "_source_database", "_transaction_id", "owner", "table_name",
+            F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
+            .when(F.col("_handled"), "handled")
+            .when(~above_instantiation(), "below_instantiation")
+            .otherwise("applied").alias("bucket"),
         )
+        for part in outcome_parts
+    ]
     unroutable = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
              F.lit(None).cast("string").alias("owner"), F.lit(None).cast("string").alias("table_name"), F.lit("error").alias("bucket"))
-    outcome_parts.append(unroutable)
+    bucketed.append(unroutable)
     outcomes = (
-        reduce(DataFrame.unionByName, outcome_parts)
+        reduce(DataFrame.unionByName, bucketed)
         .groupBy("_source_database", "_transaction_id", "owner", "table_name", "bucket")
         .count()
         .select(
