@@ -873,7 +873,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         plan.targets.extend(tp for tp in pool.map(write_target, targets) if tp is not None)
     # Where each change went. All targets' changes with their instantiation SCNs are one
     # job (``with_inst``); a target whose error handlers returned or consumed changes is
-    # counted from its changes as the handlers left them.
+    # counted from its changes as the handlers left them, with the SCNs as literals.
     inst_cols = ["_source_database", "_transaction_id", "_commit_scn", "_error", "owner", "table_name",
                  "instantiation_scn", "snapshot_transaction"]
     outcome_parts = []
@@ -889,8 +889,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             .select(*changes.columns).withColumn("_handled", F.lit(True)))
         mine = mine.select("_source_database", "_transaction_id", "_commit_scn", "_error", "_handled",
                            F.lit(owner).alias("owner"), F.lit(name).alias("table_name"))
-        outcome_parts.append(mine.join(_table_inst(inst, sources), "_source_database", "left")
-                             .select(*inst_cols, "_handled"))
+        outcome_parts.append(with_inst_literals(mine, inst_rows, sources).select(*inst_cols, "_handled"))
     bucketed = [
         part.join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(
             "_source_database", "_transaction_id", "owner", "table_name",
