@@ -22,6 +22,7 @@ leaving the row as it was; never on the driver.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -164,12 +165,14 @@ def _judge(x: dict[str, Column], cur: dict[str, Column], policy: Policy, label: 
 
 
 def judge_values(
-    spark: SparkSession, planned: DataFrame, table_inst: DataFrame, gold_table: str, table: TableDef, policy: Policy,
+    spark: SparkSession, planned: DataFrame, with_inst: Callable[[DataFrame], DataFrame], gold_table: str,
+    table: TableDef, policy: Policy,
     floors: DataFrame | None = None,
 ) -> DataFrame:
     """``planned`` with value conflicts judged (from a checkpoint): ``_new_present`` without
     discarded columns, ``_cerr`` (the conflict no handler resolves) and ``_resolutions``;
-    also ``_above`` (above the instantiation SCN), the incarnation's ``_first_op`` and
+    also ``_above`` (above the instantiation SCN, which ``with_inst`` adds per source:
+    ``gold.plan.with_inst_literals``), the incarnation's ``_first_op`` and
     ``_start_key``, and ``_no_row`` for row_conflicts. Changes at or below the
     instantiation SCN are not judged and leave no state. A decided change (``_decided``:
     applied history of a re-folded key, ``gold.late``) always applies; what would fail
@@ -179,8 +182,7 @@ def judge_values(
     # Nothing compared (compare_old_values off for every column): no value can conflict.
     cols = policy.columns if policy.update_compared or policy.delete_compared else ()
     row_type = "STRUCT<" + (", ".join(f"`{c}`: {table.column(c).type.spark}" for c in cols) or "_none: INT") + ">"
-    rows = planned.join(F.broadcast(table_inst), "_source_database", "left").withColumn(
-        "_above", above_instantiation()).drop("instantiation_scn", "snapshot_transaction")
+    rows = with_inst(planned).withColumn("_above", above_instantiation()).drop("instantiation_scn", "snapshot_transaction")
     # The row gold holds at each change's old key; the incarnation's first change above
     # the instantiation SCN (an UPDATE or DELETE: its old key is where it starts) picks it.
     name = gold_table.replace("`", "")

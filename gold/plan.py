@@ -104,6 +104,9 @@ class TargetPlan:
     sources: tuple[tuple[str, str, str], ...] = ()  # (source database, owner, table) feeding it
     truncates: bool = False  # the plan holds a TRUNCATE of it
     refolds: bool = False  # the plan re-folds keys of it (late changes)
+    #: What the plan applies per source database: (source, highest commit SCN, latest commit
+    #: time in epoch microseconds, records), one tuple per source (metadata, recorded once the apply is done).
+    progress: tuple[tuple, ...] = ()
 
 
 @dataclass
@@ -468,13 +471,11 @@ def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
     return failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
 
-def _table_inst(inst: DataFrame, sources: tuple[tuple[str, str, str], ...]) -> DataFrame:
-    """Instantiation SCN per source database of a target (set for the source objects)."""
-    cond = F.lit(False)
-    for src, owner, name in sources:
-        cond = cond | ((F.col("source_database") == src) & (F.col("owner") == owner) & (F.col("table_name") == name))
-    return inst.where(cond).select(
-        F.col("source_database").alias("_source_database"), "instantiation_scn", "snapshot_transaction")
+def instantiation_rows(inst: DataFrame) -> dict:
+    """(source, owner, table) → (instantiation SCN, snapshot transaction) for
+    ``with_inst_literals``: one row per source table reaches the driver (metadata)."""
+    return {(r["source_database"], r["owner"], r["table_name"]): (r["instantiation_scn"], r["snapshot_transaction"])
+            for r in inst.select("source_database", "owner", "table_name", "instantiation_scn", "snapshot_transaction").collect()}
 
 
 def with_inst_literals(rows: DataFrame, inst_rows: dict, sources: tuple[tuple[str, str, str], ...]) -> DataFrame:
@@ -633,22 +634,20 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         earlier.setdefault((tdef.owner, tdef.name), []).append(full.where(F.col("_silver_batch") < lo))
     # 1. Transactions that fail, decided once for all tables. Instantiation SCNs are set
     #    for source objects, whatever name a transformation gives the target.
+    #    A change table holds one source table: its SCNs are literals (no join).
+    inst_rows = instantiation_rows(inst)
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type"]
-    all_changes = [df.select(*meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
-                             F.lit(target_model_name(*target)).alias("_model"),
-                             F.lit(target[0]).alias("owner"), F.lit(target[1]).alias("table_name"))
-                   for target, items in per_source.items() for _, df, source, _ in items]
+    all_changes = [with_inst_literals(df.select(
+        *meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
+        F.lit(target_model_name(*target)).alias("_model"), F.lit(target[0]).alias("owner"),
+        F.lit(target[1]).alias("table_name")), inst_rows, (source,))
+        for target, items in per_source.items() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
     failures, truncated_models, with_inst = txn_errors, set(), None
     if all_changes:
-        union = reduce(DataFrame.unionByName, all_changes)
-        with_inst = union.join(
-            inst.select(F.col("source_database").alias("_source_database"), F.col("owner").alias("_owner"),
-                        F.col("table_name").alias("_table"), "instantiation_scn", "snapshot_transaction"),
-            ["_source_database", "_owner", "_table"], "left",
-        )
+        with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
         # the snapshot that instantiates them (which opens with one). Found for all targets
         # in one job; one row per such target reaches the driver.
@@ -700,9 +699,6 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
              "owner", "table_name")
     gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
-    # The instantiation SCN and snapshot per source table: metadata (one row per table).
-    inst_rows = {(r["source_database"], r["owner"], r["table_name"]): (r["instantiation_scn"], r["snapshot_transaction"])
-                 for r in inst.collect()}
     stamped = []
     for _owner, _name, tdef, model, changes, sources in targets:
         if model in gold_tables or has_floor[model] or model in tombstoned:
@@ -743,12 +739,16 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         def plan_target(t: tuple, bad: DataFrame = bad) -> tuple[str, DataFrame, DataFrame]:
             _owner, _name, tdef, model, changes, sources = t
             ok = with_keys(changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL"), tdef)
-            tinst, gold = _table_inst(inst, sources), st.table("gold", model)
+            gold = st.table("gold", model)
+
+            def tinst(rows: DataFrame, sources: tuple = sources) -> DataFrame:
+                return with_inst_literals(rows, inst_rows, sources)
+
             ok = with_snapshot_truncates(ok.withColumn("_decided", F.lit(False)), tinst)
             # TRUNCATEs are not row changes: each is a floor no change ordered before it passes.
             truncates = None
             if model in truncated_models:
-                truncates = ok.where(F.col("_op") == "T").join(F.broadcast(tinst), "_source_database").where(
+                truncates = tinst(ok.where(F.col("_op") == "T")).where(
                     above_instantiation()).drop("instantiation_scn", "snapshot_transaction").localCheckpoint()
             floors = None
             if truncates is not None or has_floor[model]:
@@ -831,7 +831,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         )
     )
     with step("plan.error_queue"):
-        append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
+        # No failed transaction: the ledger is not read (and no empty version committed).
+        if failed.limit(1).count() > 0:
+            append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
     # What error handlers returned and consumed, kept so re-folds read applied history as applied.
     for model, out in sorted(handled.items()):
         with step("plan.handled"):
@@ -863,10 +865,19 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                                         allowMissingColumns=True)
             overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
             truncates = truncs is not None and truncs.limit(1).count() > 0
-            if not (truncates or plans[model].limit(1).count() > 0):
+            # Per source: the plan's rows, and what it applies (above the instantiation SCN,
+            # not decided before): one small job over checkpointed rows, one row per source.
+            new = above_instantiation() & ~F.col("_decided")
+            per_source = with_inst_literals(rows, inst_rows, sources).groupBy("_source_database").agg(
+                F.count("*").alias("rows"), F.count_if(new).alias("records"),
+                F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),
+                F.max(F.when(new, F.unix_micros("_commit_time"))).alias("at"),  # exact through the driver
+            ).collect()
+            if not (truncates or sum(r["rows"] for r in per_source) > 0):
                 return None
+        progress = tuple((r["_source_database"], r["scn"], r["at"], r["records"]) for r in per_source if r["records"])
         return TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
-                          late[model][0] is not None)
+                          late[model][0] is not None, progress)
 
     # Targets are written independently (a few at once, as they are planned).
     with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
@@ -922,25 +933,16 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
 
 def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     """Apply progress per target and source and the watermarks per source, then mark the
-    plan applied."""
+    plan applied. The progress rows were counted when the plan was written (``TargetPlan.
+    progress``): one row per target and source, whatever the number of targets."""
     st = channel.storage
-    parts = []
-    inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
-    for t in plan.targets:
-        rows = spark.table(st.table("silver", t.plan_table).replace("`", "")).join(
-            _table_inst(inst, t.sources), "_source_database"
-        ).where(above_instantiation() & ~F.col("_decided"))
-        parts.append(
-            rows.groupBy("_source_database").agg(
-                F.max("_commit_scn").alias("applied_scn"), F.max("_commit_time").alias("applied_commit_time"), F.count("*").alias("records")
-            ).select(
-                F.lit(plan.plan_id).cast("bigint").alias("plan_id"), F.lit(t.model).alias("target"),
-                F.col("_source_database").alias("source_database"), "applied_scn", "applied_commit_time", "records",
-                F.current_timestamp().alias("applied_at"),
-            )
-        )
-    if parts:
-        append(reduce(DataFrame.unionByName, parts), st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
+    rows = [(plan.plan_id, t.model, src, scn, at, n) for t in plan.targets for src, scn, at, n in t.progress]
+    if rows:
+        schema = "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, at BIGINT, records BIGINT"
+        progress = spark.createDataFrame(rows, schema).select(
+            "plan_id", "target", "source_database", "applied_scn",
+            F.timestamp_micros("at").alias("applied_commit_time"), "records", F.current_timestamp().alias("applied_at"))
+        append(progress, st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
     # The consistency marker: written once per plan, after every gold table of it.
     append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
     log_state(
@@ -958,7 +960,7 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
     queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
     if not plan.targets or queue.limit(1).count() == 0:
         return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
-    inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
+    inst_rows = instantiation_rows(spark.table(st.table("silver", "instantiation").replace("`", "")))
     models = {t.model for t in plan.targets}
     existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
     derived: dict[str, list[DataFrame]] = {}
@@ -969,9 +971,7 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
     pairs = []
     for t in plan.targets:
         # A target the plan did not touch keeps the plan table of an earlier plan.
-        now = spark.table(st.table("silver", t.plan_table).replace("`", "")).where(
-            F.col("_plan_id") == plan.plan_id
-        ).join(_table_inst(inst, t.sources), "_source_database").where(
-            above_instantiation() & ~F.col("_decided"))
+        now = with_inst_literals(spark.table(st.table("silver", t.plan_table).replace("`", "")).where(
+            F.col("_plan_id") == plan.plan_id), inst_rows, t.sources).where(above_instantiation() & ~F.col("_decided"))
         pairs.append((now, with_keys(reduce(DataFrame.unionByName, derived[t.model]), t.definition)))
     return explained_failures(spark, queue, pairs)

@@ -16,6 +16,8 @@ as they do for a source TRUNCATE.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
@@ -34,14 +36,13 @@ def above_instantiation() -> Column:
     )
 
 
-def with_snapshot_truncates(rows: DataFrame, table_inst: DataFrame) -> DataFrame:
+def with_snapshot_truncates(rows: DataFrame, with_inst: Callable[[DataFrame], DataFrame]) -> DataFrame:
     """Keyed changes (``_op``) with one TRUNCATE opening each instantiating snapshot
     transaction, in place of any TRUNCATE it holds (at most one per snapshot: a MERGE
-    may not meet a row twice). ``table_inst``: per source, the instantiation SCN and
-    snapshot transaction in force (few rows: broadcast)."""
-    snaps = F.broadcast(table_inst.where(F.col("snapshot_transaction").isNotNull()).select(
-        "_source_database", F.col("snapshot_transaction").alias("_transaction_id"), F.lit(True).alias("_snapshot")))
-    flagged = rows.join(snaps, TXN, "left").withColumn("_snapshot", F.coalesce("_snapshot", F.lit(False)))
+    may not meet a row twice). ``with_inst`` adds the per-source instantiation SCN and
+    snapshot transaction in force (``gold.plan.with_inst_literals``)."""
+    snapshot = F.coalesce(F.col("_transaction_id") == F.col("snapshot_transaction"), F.lit(False))
+    flagged = with_inst(rows).withColumn("_snapshot", snapshot).drop("instantiation_scn", "snapshot_transaction")
     first = Window.partitionBy(*TXN).orderBy("_position")
     types = dict(rows.dtypes)
     empty = {c: F.lit(None).cast(types[c]) for c in ("_old", "_new", "_okey", "_nkey", "_old_present", "_new_present")}
