@@ -7,7 +7,7 @@ anything that is not understood is logged with the reason, never lost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -24,6 +24,9 @@ class ColumnDef:
     name: str
     type: ColumnType
     nullable: bool = True
+    #: The DEFAULT expression as Oracle SQL (sqlglot regenerates it). Not part of the
+    #: structure comparisons of silver's registry (not stored there yet).
+    default: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class TableDef:
     columns: tuple[ColumnDef, ...]
     key_columns: tuple[str, ...]
     key_kind: str  # PRIMARY KEY | UNIQUE | ALL COLUMNS
+    #: The key constraints the DDL declared: (name or None, PRIMARY KEY | UNIQUE, columns).
+    #: The replication key is chosen from them (``table_with_keys``); what is compared is
+    #: the key chosen (the registry does not store the constraints yet).
+    constraints: tuple[tuple[str | None, str, tuple[str, ...]], ...] = field(default=(), compare=False)
 
     def column(self, name: str) -> ColumnDef:
         for c in self.columns:
@@ -72,18 +79,55 @@ def _key_names(node: exp.Expression) -> list[str]:
     return [_ident(i) for i in items]
 
 
-def parse_create_table(ddl_text: str, number_policy: str = "decimal") -> TableDef:
-    """Parse an Oracle CREATE TABLE into a TableDef.
+def table_with_keys(
+    owner: str, name: str, columns: tuple[ColumnDef, ...], constraints: tuple[tuple[str | None, str, tuple[str, ...]], ...]
+) -> TableDef:
+    """A table revision with its replication key chosen from its key constraints: the
+    primary key, else the smallest unique key with a NOT NULL column, else all columns
+    but LOBs. Primary key columns are NOT NULL."""
+    names = {c.name for c in columns}
+    if len(names) != len(columns):
+        raise DdlError(f"{owner}.{name} names a column twice")
+    for _n, _kind, cols in constraints:
+        for k in cols:
+            if k not in names:
+                raise DdlError(f"key column {k} is not a column of {owner}.{name}")
+    pk = next((cols for _n, kind, cols in constraints if kind == "PRIMARY KEY"), ())
+    if pk:
+        key, kind = tuple(pk), "PRIMARY KEY"
+    else:
+        not_null = {c.name for c in columns if not c.nullable}
+        candidates = [cols for _n, k, cols in constraints if k == "UNIQUE" and cols and not_null & set(cols)]
+        if candidates:
+            key, kind = tuple(min(candidates, key=len)), "UNIQUE"
+        else:
+            key = tuple(c.name for c in columns if not c.type.oracle.upper().startswith(LOB_TYPES))
+            kind = "ALL COLUMNS"
+    # Key columns are never NULL in a primary key; make that visible to the apply.
+    columns = tuple(
+        ColumnDef(c.name, c.type, c.nullable and not (kind == "PRIMARY KEY" and c.name in key), c.default)
+        for c in columns
+    )
+    return TableDef(owner, name, columns, key, kind, tuple(constraints))
+
+
+def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.Expression | None = None) -> TableDef:
+    """Parse an Oracle CREATE TABLE into a TableDef (``tree``: already parsed). The forms
+    ``DBMS_METADATA`` prints (quoted names, constraint states, storage, LOB and partition
+    clauses) give the same TableDef as the plain statement.
 
     >>> t = parse_create_table("CREATE TABLE hr.regions (region_id NUMBER NOT NULL, "
     ...     "region_name VARCHAR2(25), CONSTRAINT reg_pk PRIMARY KEY (region_id))")
     >>> (t.owner, t.name, t.key_columns)
     ('HR', 'REGIONS', ('REGION_ID',))
     """
-    try:
-        tree = sqlglot.parse_one(ddl_text, read="oracle")
-    except sqlglot.errors.ParseError as e:
-        raise DdlError(f"CREATE TABLE does not parse: {str(e).splitlines()[0]}") from e
+    from silver.oracle_ddl import OracleDdl  # the dialect builds on this module's names
+
+    if tree is None:
+        try:
+            tree = sqlglot.parse_one(ddl_text, read=OracleDdl)
+        except sqlglot.errors.ParseError as e:
+            raise DdlError(f"CREATE TABLE does not parse: {str(e).splitlines()[0]}") from e
     if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
         raise DdlError("not a CREATE TABLE statement")
     schema = tree.this
@@ -94,56 +138,38 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal") -> TableDe
         raise DdlError("CREATE TABLE without an owner (expected owner.table)")
     owner, name = _ident(table.args["db"]), _ident(table.this)
     columns: list[ColumnDef] = []
-    pk: list[str] = []
-    uniques: list[list[str]] = []
+    keys: list[tuple[str | None, str, tuple[str, ...]]] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             col = _ident(item.this)
             kind = item.args.get("kind")
             if kind is None:
                 raise DdlError(f"column {col} has no type")
-            nullable = True
+            nullable, default = True, None
             for c in item.constraints:
                 k = c.args.get("kind")
+                cname = _ident(c.this) if isinstance(c.this, exp.Identifier) else None
                 if isinstance(k, exp.NotNullColumnConstraint) and not k.args.get("allow_null"):
                     nullable = False
+                elif isinstance(k, exp.DefaultColumnConstraint):
+                    default = k.this.sql("oracle")
                 elif isinstance(k, exp.PrimaryKeyColumnConstraint):
-                    pk = [col]
+                    keys.append((cname, "PRIMARY KEY", (col,)))
                     nullable = False
                 elif isinstance(k, exp.UniqueColumnConstraint):
-                    uniques.append([col])
-            columns.append(ColumnDef(col, map_oracle_type(kind, number_policy), nullable))
+                    keys.append((cname, "UNIQUE", (col,)))
+            columns.append(ColumnDef(col, map_oracle_type(kind, number_policy), nullable, default))
         elif isinstance(item, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint)):
+            cname = _ident(item.this) if isinstance(item, exp.Constraint) else None
             parts = item.expressions if isinstance(item, exp.Constraint) else [item]
             for part in parts:
                 if isinstance(part, exp.PrimaryKey):
-                    pk = _key_names(part)
+                    keys.append((cname, "PRIMARY KEY", tuple(_key_names(part))))
                 elif isinstance(part, exp.UniqueColumnConstraint):
-                    uniques.append(_key_names(part))
-    names = {c.name for c in columns}
-    if len(names) != len(columns):
-        raise DdlError(f"CREATE TABLE {owner}.{name} names a column twice")
-    for key in [pk, *uniques]:
-        for k in key:
-            if k not in names:
-                raise DdlError(f"key column {k} is not a column of {owner}.{name}")
-    if pk:
-        key, kind = tuple(pk), "PRIMARY KEY"
-    else:
-        candidates = [
-            u for u in uniques if any(not c.nullable for c in columns if c.name in u)
-        ]
-        if candidates:
-            key, kind = tuple(min(candidates, key=len)), "UNIQUE"
-        else:
-            key = tuple(c.name for c in columns if not c.type.oracle.upper().startswith(LOB_TYPES))
-            kind = "ALL COLUMNS"
-    # Key columns are never NULL in a primary key; make that visible to the apply.
-    columns = [
-        ColumnDef(c.name, c.type, c.nullable and not (kind == "PRIMARY KEY" and c.name in key))
-        for c in columns
-    ]
-    return TableDef(owner, name, tuple(columns), key, kind)
+                    keys.append((cname, "UNIQUE", tuple(_key_names(part))))
+    if sum(1 for k in keys if k[1] == "PRIMARY KEY") > 1:
+        raise DdlError(f"CREATE TABLE {owner}.{name} declares two primary keys")
+    return table_with_keys(owner, name, tuple(columns), tuple(keys))
 
 
 DICTIONARY_DDL = """

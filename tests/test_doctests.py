@@ -7,10 +7,11 @@ import doctest
 import pytest
 
 import lakestreams.api
+import silver.ddl
 import silver.dictionary
 
 
-@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary])
+@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary, silver.ddl])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,330 @@
+"""DDL records as structured changes, and the dictionary revision each one makes.
+
+``parse_ddl`` reads a DDL record's text with sqlglot (the Oracle dialect extended in
+``silver.oracle_ddl``) into a ``DdlStatement``: what kind of statement, on which object,
+and a tuple of typed actions. ``evolve`` applies a statement's actions to the table's
+dictionary entry (a ``TableDef``) and gives the next revision. Both are pure: no Spark.
+
+A statement the parser cannot read raises ``DdlError`` with the reason; the caller routes
+the record to DDL error handling (it is never dropped). Statements on objects that carry
+no rows (views, synonyms, triggers, procedures, functions, packages, users, roles,
+directories, sequences, indexes, grants, comments) are recognised by their leading
+keywords and come back as ``kind == "IGNORED"`` with the object type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from lakestreams.errors import DdlError
+from silver.dictionary import ColumnDef, TableDef, _ident, parse_create_table, table_with_keys
+from silver.oracle_ddl import OracleDdl
+from silver.types import ColumnType, map_oracle_type
+
+#: Object types whose DDL changes no table structure (still logged, and scoped by filters).
+IGNORED_OBJECTS = (
+    "VIEW", "MATERIALIZED VIEW", "SYNONYM", "PUBLIC SYNONYM", "TRIGGER", "PROCEDURE", "FUNCTION",
+    "PACKAGE", "PACKAGE BODY", "TYPE", "TYPE BODY", "USER", "ROLE", "DIRECTORY", "SEQUENCE", "INDEX",
+    "UNIQUE INDEX", "BITMAP INDEX", "DATABASE LINK", "PROFILE", "CONTEXT", "LIBRARY", "JAVA", "CLUSTER",
+)
+#: Statements that act on privileges or metadata only.
+IGNORED_STATEMENTS = ("GRANT", "REVOKE", "COMMENT", "ANALYZE", "AUDIT", "NOAUDIT", "PURGE", "FLASHBACK")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column as a DDL statement names it. In MODIFY, ``None`` means "not stated"."""
+
+    name: str
+    type: ColumnType | None = None
+    nullable: bool | None = None
+    default: str | None = None  # the default expression, as Oracle SQL sqlglot regenerates
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    column: ColumnSpec
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    name: str
+
+
+@dataclass(frozen=True)
+class RenameColumn:
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class ModifyColumn:
+    column: ColumnSpec
+
+
+@dataclass(frozen=True)
+class AddConstraint:
+    kind: str  # PRIMARY KEY | UNIQUE | FOREIGN KEY | CHECK
+    columns: tuple[str, ...] = ()
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class DropConstraint:
+    name: str | None = None  # DROP CONSTRAINT name
+    kind: str | None = None  # DROP PRIMARY KEY | DROP UNIQUE (columns)
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    owner: str | None  # None: the same owner
+    name: str
+
+
+@dataclass(frozen=True)
+class Physical:
+    """A storage or partition clause: no effect on columns or keys."""
+
+    text: str
+
+
+Action = AddColumn | DropColumn | RenameColumn | ModifyColumn | AddConstraint | DropConstraint | RenameTable | Physical
+
+
+@dataclass(frozen=True)
+class DdlStatement:
+    """One DDL record, understood.
+
+    ``kind``: CREATE TABLE, CREATE TABLE AS SELECT, ALTER TABLE, DROP TABLE, TRUNCATE
+    TABLE, or IGNORED (``object_type`` says what it was about)."""
+
+    kind: str
+    object_type: str
+    owner: str | None
+    name: str | None
+    actions: tuple[Action, ...] = ()
+    table: TableDef | None = None  # CREATE TABLE: the new table's first revision
+
+    @property
+    def operation(self) -> str:
+        """The statement's operation in GoldenGate's ``OPTYPE`` sense (CREATE, ALTER, …)."""
+        return "RENAME" if any(isinstance(a, RenameTable) for a in self.actions) else self.kind.split(" ")[0]
+
+
+def _head(text: str) -> list[str]:
+    """The statement's first few words (tokens, upper case): enough to tell its object type."""
+    try:
+        toks = OracleDdl().tokenize(text)
+    except sqlglot.errors.TokenError as e:
+        raise DdlError(f"DDL does not tokenize: {e}") from e
+    return [tk.text.upper() for tk in toks[:6] if tk.token_type != TokenType.SEMICOLON]
+
+
+def _ignored_object(words: list[str]) -> str | None:
+    """The object type of a CREATE/ALTER/DROP of an object without rows, else None."""
+    if not words:
+        return None
+    if words[0] in IGNORED_STATEMENTS:
+        return words[0]
+    if words[0] not in ("CREATE", "ALTER", "DROP"):
+        return None
+    rest = words[1:]
+    while rest and rest[0] in ("OR", "REPLACE", "EDITIONABLE", "NONEDITIONABLE", "FORCE", "NOFORCE", "AND",
+                               "COMPILE", "SHARED", "NO"):
+        rest = rest[1:]
+    for n in (3, 2, 1):
+        kind = " ".join(rest[:n])
+        if kind in IGNORED_OBJECTS:
+            return kind
+    return None
+
+
+def _name(table: exp.Expression) -> tuple[str | None, str]:
+    owner = table.args.get("db")
+    return (_ident(owner) if owner else None), _ident(table.this)
+
+
+def _column_spec(node: exp.ColumnDef, number_policy: str) -> ColumnSpec:
+    kind = node.args.get("kind")
+    nullable, default = None, None
+    for c in node.constraints:
+        k = c.args.get("kind")
+        if isinstance(k, exp.NotNullColumnConstraint):
+            nullable = bool(k.args.get("allow_null"))
+        elif isinstance(k, exp.DefaultColumnConstraint):
+            default = k.this.sql("oracle")
+        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+            nullable = False
+    return ColumnSpec(_ident(node.this), map_oracle_type(kind, number_policy) if kind else None, nullable, default)
+
+
+def _constraint(node: exp.Expression) -> AddConstraint:
+    name = None
+    if isinstance(node, exp.Constraint):
+        name = _ident(node.this)
+        parts = [p for p in node.expressions if not (isinstance(p, exp.Property) and p.name == "STATE")]
+        if len(parts) != 1:
+            raise DdlError(f"constraint {name} is not understood: {node.sql('oracle')}")
+        node = parts[0]
+    if isinstance(node, exp.PrimaryKey):
+        return AddConstraint("PRIMARY KEY", tuple(_ident(i) for i in node.expressions), name)
+    if isinstance(node, exp.UniqueColumnConstraint):
+        target = node.this
+        return AddConstraint("UNIQUE", tuple(_ident(i) for i in (target.expressions if target else [])), name)
+    if isinstance(node, exp.ForeignKey):
+        return AddConstraint("FOREIGN KEY", tuple(_ident(i) for i in node.expressions), name)
+    if isinstance(node, exp.CheckColumnConstraint) or type(node).__name__ == "Check":
+        return AddConstraint("CHECK", (), name)
+    raise DdlError(f"constraint is not understood: {node.sql('oracle')}")
+
+
+def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:
+    actions: list[Action] = []
+    for a in tree.args.get("actions") or []:
+        if isinstance(a, exp.Schema):  # ADD (c1 type, c2 type)
+            for item in a.expressions:
+                if not isinstance(item, exp.ColumnDef):
+                    actions.append(_constraint(item))
+                    continue
+                actions.append(AddColumn(_column_spec(item, number_policy)))
+        elif isinstance(a, exp.ColumnDef):
+            actions.append(AddColumn(_column_spec(a, number_policy)))
+        elif isinstance(a, exp.AddConstraint):
+            actions.extend(_constraint(c) for c in a.expressions)
+        elif isinstance(a, exp.Drop):
+            kind = str(a.args.get("kind") or "").upper()
+            if kind == "COLUMN":
+                actions.extend(DropColumn(_ident(c)) for c in a.args.get("tables") or [])
+            elif kind == "CONSTRAINT":
+                actions.extend(DropConstraint(name=_ident(c.this)) for c in a.args.get("tables") or [])
+            elif kind == "PRIMARY KEY":
+                actions.append(DropConstraint(kind="PRIMARY KEY"))
+            elif kind == "UNIQUE":
+                actions.append(DropConstraint(kind="UNIQUE", columns=tuple(_ident(c) for c in a.args["tables"])))
+            else:
+                raise DdlError(f"ALTER TABLE DROP {kind or '?'} is not understood")
+        elif isinstance(a, exp.RenameColumn):
+            actions.append(RenameColumn(_ident(a.this), _ident(a.args["to"])))
+        elif isinstance(a, exp.AlterRename):
+            owner, name = _name(a.this)
+            actions.append(RenameTable(owner, name))
+        elif isinstance(a, exp.AlterColumn):
+            dtype, default, allow_null = a.args.get("dtype"), a.args.get("default"), a.args.get("allow_null")
+            actions.append(ModifyColumn(ColumnSpec(
+                _ident(a.this), map_oracle_type(dtype, number_policy) if dtype else None,
+                None if allow_null is None else bool(allow_null), default.sql("oracle") if default else None)))
+        elif isinstance(a, exp.Property) and a.name == "PHYSICAL":
+            actions.append(Physical(a.args["value"].name))
+        else:
+            raise DdlError(f"ALTER TABLE action is not understood: {a.sql('oracle')}")
+    for o in tree.args.get("options") or []:
+        if isinstance(o, exp.Property) and o.name == "PHYSICAL":
+            actions.append(Physical(o.args["value"].name))
+        else:  # TABLESPACE, PCTFREE, STORAGE, LOGGING, …: physical too
+            actions.append(Physical(o.sql("oracle")))
+    if not actions:
+        raise DdlError("ALTER TABLE without an action this parser understands")
+    return tuple(actions)
+
+
+def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
+    """A DDL record's text as a ``DdlStatement``.
+
+    >>> s = parse_ddl("ALTER TABLE hr.emp MODIFY (name VARCHAR2(50) NOT NULL)")
+    >>> (s.kind, s.owner, s.name, s.actions[0].column.name, s.actions[0].column.nullable)
+    ('ALTER TABLE', 'HR', 'EMP', 'NAME', False)
+    >>> parse_ddl("RENAME emp TO staff").actions
+    (RenameTable(owner=None, name='STAFF'),)
+    >>> parse_ddl("CREATE OR REPLACE VIEW hr.v AS SELECT 1 FROM dual").object_type
+    'VIEW'
+    """
+    if not text or not text.strip():
+        raise DdlError("the DDL record has no text")
+    words = _head(text)
+    ignored = _ignored_object(words)
+    if ignored is not None:
+        return DdlStatement("IGNORED", ignored, None, None)
+    try:
+        trees = [t for t in sqlglot.parse(text, read=OracleDdl) if t is not None]
+    except sqlglot.errors.ParseError as e:
+        raise DdlError(f"DDL does not parse: {str(e).splitlines()[0]}") from e
+    if len(trees) != 1:
+        raise DdlError(f"a DDL record holds one statement; this one holds {len(trees)}")
+    tree = trees[0]
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        if isinstance(tree.this, exp.Schema):
+            t = parse_create_table(text, number_policy, tree=tree)
+            return DdlStatement("CREATE TABLE", "TABLE", t.owner, t.name, table=t)
+        owner, name = _name(tree.this)
+        return DdlStatement("CREATE TABLE AS SELECT", "TABLE", owner, name)
+    if isinstance(tree, exp.Alter) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        owner, name = _name(tree.this)
+        return DdlStatement("ALTER TABLE", "TABLE", owner, name, _alter_actions(tree, number_policy))
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        tables = tree.args.get("tables") or [tree.this]
+        owner, name = _name(tables[0])
+        return DdlStatement("DROP TABLE", "TABLE", owner, name)
+    if isinstance(tree, exp.TruncateTable):
+        owner, name = _name(tree.expressions[0])
+        return DdlStatement("TRUNCATE TABLE", "TABLE", owner, name)
+    if isinstance(tree, exp.Command):
+        raise DdlError(f"statement not understood by the DDL parser: {text.strip()[:80]}")
+    raise DdlError(f"not a DDL statement this parser knows: {text.strip()[:80]}")
+
+
+def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
+    """The dictionary revision ``stmt`` (an ALTER TABLE of ``table``) makes.
+
+    Keys follow: a renamed key column is renamed in the key; dropping a key column drops
+    its key constraints; the replication key is then chosen again (primary key, else the
+    smallest unique key with a NOT NULL column, else all columns but LOBs)."""
+    cols = list(table.columns)
+    keys = list(table.constraints)  # (name, PRIMARY KEY | UNIQUE, columns)
+    owner, name = table.owner, table.name
+
+    def find(col: str) -> int:
+        for i, c in enumerate(cols):
+            if c.name == col:
+                return i
+        raise DdlError(f"{owner}.{name} has no column {col}")
+
+    for a in stmt.actions:
+        if isinstance(a, AddColumn):
+            if any(c.name == a.column.name for c in cols):
+                raise DdlError(f"{owner}.{name} already has a column {a.column.name}")
+            if a.column.type is None:
+                raise DdlError(f"column {a.column.name} is added without a type")
+            cols.append(ColumnDef(a.column.name, a.column.type, a.column.nullable is not False, a.column.default))
+        elif isinstance(a, DropColumn):
+            del cols[find(a.name)]
+            keys = [k for k in keys if a.name not in k[2]]
+        elif isinstance(a, RenameColumn):
+            i = find(a.old)
+            if any(c.name == a.new for c in cols):
+                raise DdlError(f"{owner}.{name} already has a column {a.new}")
+            cols[i] = replace(cols[i], name=a.new)
+            keys = [(n, kind, tuple(a.new if c == a.old else c for c in kc)) for n, kind, kc in keys]
+        elif isinstance(a, ModifyColumn):
+            i, spec = find(a.column.name), a.column
+            cols[i] = ColumnDef(
+                spec.name, spec.type or cols[i].type, cols[i].nullable if spec.nullable is None else spec.nullable,
+                spec.default if spec.default is not None else cols[i].default)
+        elif isinstance(a, AddConstraint) and a.kind in ("PRIMARY KEY", "UNIQUE"):
+            for c in a.columns:
+                find(c)
+            if a.kind == "PRIMARY KEY" and any(k[1] == "PRIMARY KEY" for k in keys):
+                raise DdlError(f"{owner}.{name} already has a primary key")
+            keys.append((a.name, a.kind, a.columns))
+        elif isinstance(a, DropConstraint):
+            keys = [k for k in keys if not (
+                (a.name is not None and k[0] == a.name)
+                or (a.kind == "PRIMARY KEY" and k[1] == "PRIMARY KEY")
+                or (a.kind == "UNIQUE" and k[1] == "UNIQUE" and k[2] == a.columns))]
+        elif isinstance(a, RenameTable):
+            owner, name = a.owner or owner, a.name
+    return table_with_keys(owner, name, tuple(cols), tuple(keys))

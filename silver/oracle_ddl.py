@@ -1,0 +1,226 @@
+"""sqlglot's Oracle dialect, extended for the DDL a capture carries.
+
+sqlglot reads most Oracle DDL but gives up (returns ``Command``) on some statements a
+replication stream is full of, and on the clauses ``DBMS_METADATA.GET_DDL`` prints. This
+dialect teaches the parser those, so that every form reaches the same tree:
+
+- ``ALTER TABLE … MODIFY (col type [NULL | NOT NULL], …)`` and ``MODIFY col …``: one
+  ``exp.AlterColumn`` per column (``dtype``; ``allow_null`` True/False when stated);
+- ``ALTER TABLE … DROP (a, b)``, ``DROP PRIMARY KEY``, ``DROP UNIQUE (a, b)``;
+- ``RENAME a TO b``: the same ``exp.Alter`` with an ``exp.AlterRename`` as ``ALTER TABLE a
+  RENAME TO b`` (GoldenGate's Extract turns the one into the other too);
+- partition and physical clauses of ``ALTER TABLE`` (``MOVE``, ``ADD/DROP/TRUNCATE/SPLIT/
+  MERGE/EXCHANGE … PARTITION``, ``SHRINK SPACE``, ``ENABLE/DISABLE ROW MOVEMENT``, …):
+  an ``exp.Property`` named ``PHYSICAL`` (no effect on the table's columns);
+- what ``DBMS_METADATA`` adds to a CREATE TABLE: constraint states (``ENABLE``,
+  ``DISABLE``, ``VALIDATE``, ``NOVALIDATE``, ``RELY``), ``USING INDEX`` with its
+  attributes, ``SUPPLEMENTAL LOG DATA/GROUP``, ``SEGMENT CREATION``, ``COMPRESS``,
+  ``LOB (…) STORE AS``, ``CACHE``, ``PARALLEL``, ``ROW MOVEMENT`` and partitioning
+  clauses; these are read (token by token, brackets balanced) and kept as properties
+  the dictionary ignores.
+
+Nothing here looks at the text with patterns: the statements are tokenized by sqlglot
+and the added grammar consumes tokens.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp, tokens
+from sqlglot.dialects.oracle import Oracle
+from sqlglot.parsers.oracle import OracleParser
+from sqlglot.tokens import TokenType
+
+#: Keywords that open a physical (storage, partition) clause of ALTER TABLE.
+PHYSICAL_ALTER_ACTIONS = (
+    "MOVE", "SPLIT", "MERGE", "EXCHANGE", "COALESCE", "SHRINK", "ALLOCATE", "DEALLOCATE",
+    "ENABLE", "DISABLE", "LOGGING", "NOLOGGING", "COMPRESS", "NOCOMPRESS", "PARALLEL", "NOPARALLEL",
+    "CACHE", "NOCACHE", "ROW", "PCTFREE", "PCTUSED", "INITRANS", "MAXTRANS", "STORAGE", "READ", "UPGRADE",
+    "TRUNCATE",
+)
+#: Keywords of CREATE TABLE's physical clauses the dictionary ignores (after the column list).
+PHYSICAL_TABLE_PROPERTIES = (
+    "SEGMENT", "COMPRESS", "NOCOMPRESS", "LOB", "CACHE", "NOCACHE", "PARALLEL", "NOPARALLEL", "ROW",
+    "MONITORING", "NOMONITORING", "ORGANIZATION", "ENABLE", "DISABLE", "RESULT_CACHE", "FLASHBACK",
+    "INMEMORY", "NO", "COLUMN", "NESTED", "XMLTYPE", "VARRAY", "OVERFLOW", "ROWDEPENDENCIES",
+    "NOROWDEPENDENCIES", "FILESYSTEM_LIKE_LOGGING",
+)
+#: States a constraint may carry (``NOT NULL ENABLE``, ``PRIMARY KEY (…) ENABLE NOVALIDATE``).
+CONSTRAINT_STATES = ("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY")
+#: Words that end a run of physical attributes inside a column list.
+_LIST_END = (TokenType.COMMA, TokenType.R_PAREN)
+
+
+class OracleDdlParser(OracleParser):
+    """The Oracle parser with the replication stream's DDL (see the module docstring)."""
+
+    ALTER_PARSERS: t.ClassVar = {
+        **OracleParser.ALTER_PARSERS,
+        "MODIFY": lambda self: self._parse_alter_modify(),
+        "DROP": lambda self: self._parse_oracle_drop(),
+        **{k: (lambda self: self._parse_physical_action()) for k in PHYSICAL_ALTER_ACTIONS},
+    }
+
+    STATEMENT_PARSERS: t.ClassVar = {
+        **OracleParser.STATEMENT_PARSERS,
+        TokenType.RENAME: lambda self: self._parse_rename_statement(),
+    }
+
+    CONSTRAINT_PARSERS: t.ClassVar = {
+        **OracleParser.CONSTRAINT_PARSERS,
+        **{k: (lambda self: self._parse_constraint_state()) for k in CONSTRAINT_STATES},
+        "USING": lambda self: self._parse_using_index(),
+        "SUPPLEMENTAL": lambda self: self._parse_supplemental(),
+    }
+
+    SCHEMA_UNNAMED_CONSTRAINTS: t.ClassVar = OracleParser.SCHEMA_UNNAMED_CONSTRAINTS | {"SUPPLEMENTAL"}
+
+    PROPERTY_PARSERS: t.ClassVar = {
+        **OracleParser.PROPERTY_PARSERS,
+        **{k: (lambda self: self._parse_physical_property_clause()) for k in PHYSICAL_TABLE_PROPERTIES},
+        "PARTITION BY": lambda self: self._parse_physical_property_clause(),
+    }
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _skip_balanced(self) -> None:
+        """Consume one parenthesised group (the opening bracket is current)."""
+        depth = 0
+        while self._curr:
+            if self._curr.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif self._curr.token_type == TokenType.R_PAREN:
+                depth -= 1
+            self._advance()
+            if depth == 0:
+                return
+        self.raise_error("unbalanced brackets")
+
+    def _skip_clause(self, stop: tuple = (), stop_words: tuple = ()) -> str:
+        """Consume tokens (groups balanced) up to the end, or to a token of type ``stop`` or
+        word of ``stop_words`` at depth 0; the words consumed, for the property's name."""
+        words = [self._prev.text.upper()]
+        while self._curr and self._curr.token_type not in stop and self._curr.text.upper() not in stop_words:
+            if self._curr.token_type == TokenType.L_PAREN:
+                self._skip_balanced()
+                continue
+            words.append(self._curr.text.upper())
+            self._advance()
+        return " ".join(words)
+
+    def _physical(self, text: str) -> exp.Property:
+        return self.expression(exp.Property(this=exp.var("PHYSICAL"), value=exp.Literal.string(text)))
+
+    # -- ALTER TABLE -------------------------------------------------------------------------
+    def _parse_modify_item(self) -> exp.Expr | None:
+        column = self._parse_field(any_token=True)
+        if column is None:
+            return None
+        dtype = None
+        if not (self._curr and self._curr.text.upper() in ("NULL", "NOT", "DEFAULT", "CONSTRAINT")):
+            dtype = self._parse_types(schema=True)
+        default = self._parse_disjunction() if self._match(TokenType.DEFAULT) else None
+        self._match(TokenType.CONSTRAINT) and self._parse_id_var()
+        allow_null = None
+        if self._match_text_seq("NOT", "NULL"):
+            allow_null = False
+        elif self._match(TokenType.NULL):
+            allow_null = True
+        while self._match_texts(CONSTRAINT_STATES):
+            pass
+        if dtype is None and default is None and allow_null is None:
+            self.raise_error(f"MODIFY {column.sql('oracle')} changes nothing this parser knows")
+        return self.expression(exp.AlterColumn(this=column, dtype=dtype, default=default, allow_null=allow_null))
+
+    def _parse_alter_modify(self) -> list[exp.Expr]:
+        if self._match_texts(("PARTITION", "SUBPARTITION", "LOB", "DEFAULT")) or self._match_text_seq(
+            "CONSTRAINT"
+        ) or self._match(TokenType.PRIMARY_KEY) or self._match(TokenType.UNIQUE):
+            return [self._physical("MODIFY " + self._skip_clause())]
+        if self._match(TokenType.L_PAREN):
+            items = self._parse_csv(self._parse_modify_item)
+            self._match_r_paren()
+            return items
+        return [self._parse_modify_item()]
+
+    def _parse_oracle_drop(self) -> list[exp.Expr]:
+        if self._match(TokenType.L_PAREN):  # DROP (a, b): columns
+            columns = self._parse_csv(self._parse_column)
+            self._match_r_paren()
+            self._match_text_seq("CASCADE", "CONSTRAINTS")
+            return [self.expression(exp.Drop(tables=columns, kind="COLUMN"))]
+        if self._match(TokenType.PRIMARY_KEY) or self._match_text_seq("PRIMARY", "KEY"):
+            self._skip_clause()
+            return [self.expression(exp.Drop(kind="PRIMARY KEY", tables=[]))]
+        if self._match(TokenType.UNIQUE):
+            columns = self._parse_wrapped_csv(self._parse_column)
+            self._skip_clause()
+            return [self.expression(exp.Drop(kind="UNIQUE", tables=columns))]
+        if self._match_texts(("PARTITION", "SUBPARTITION", "UNUSED", "SUPPLEMENTAL")):
+            return [self._physical("DROP " + self._skip_clause())]
+        drops = self._parse_alter_table_drop()
+        self._match_text_seq("CASCADE", "CONSTRAINTS")
+        return drops
+
+    def _parse_alter_table_add(self) -> list[exp.Expr]:
+        if self._match_texts(("PARTITION", "SUBPARTITION", "SUPPLEMENTAL")):
+            return [self._physical("ADD " + self._skip_clause())]
+        return super()._parse_alter_table_add()
+
+    def _parse_physical_action(self) -> list[exp.Expr]:
+        return [self._physical(self._skip_clause())]
+
+    def _parse_rename_statement(self) -> exp.Alter:
+        old = self._parse_table_parts(schema=True)
+        if not self._match_text_seq("TO"):
+            self.raise_error("expected RENAME old_name TO new_name")
+        new = self._parse_table_parts(schema=True)
+        return self.expression(exp.Alter(this=old, kind="TABLE", actions=[exp.AlterRename(this=new)]))
+
+    # -- CREATE TABLE's DBMS_METADATA clauses -------------------------------------------------
+    def _parse_constraint_state(self) -> exp.Expr:
+        return self.expression(exp.Property(this=exp.var("STATE"), value=exp.var(self._prev.text.upper())))
+
+    def _parse_using_index(self) -> exp.Expr | None:
+        if not self._match(TokenType.INDEX):
+            return None
+        return self._physical("USING " + self._skip_clause(stop=_LIST_END, stop_words=CONSTRAINT_STATES))
+
+    def _parse_supplemental(self) -> exp.Expr:
+        return self._physical(self._skip_clause(stop=_LIST_END))
+
+    def _parse_physical_property_clause(self) -> exp.Property:
+        return self._physical(self._skip_clause())
+
+    def _parse_unique(self) -> exp.UniqueColumnConstraint:
+        # As the base parser, but USING INDEX is an index clause here, not an index type.
+        self._match_texts(("KEY", "INDEX"))
+        return self.expression(exp.UniqueColumnConstraint(
+            this=self._parse_schema(self._parse_unique_key()), options=self._parse_key_constraint_options()))
+
+    def _parse_index_params(self) -> exp.IndexParameters:
+        # A key's USING INDEX clause is read with the key's options (its attributes vary).
+        if self._match_text_seq("USING", "INDEX", advance=False):
+            return self.expression(exp.IndexParameters())
+        return super()._parse_index_params()
+
+    def _parse_key_constraint_options(self) -> list[str]:
+        options = super()._parse_key_constraint_options()
+        while True:
+            if self._match_texts(CONSTRAINT_STATES):
+                options.append(self._prev.text.upper())
+            elif self._match_text_seq("USING", "INDEX"):
+                options.append(self._skip_clause(stop=_LIST_END, stop_words=CONSTRAINT_STATES))
+            else:
+                return options
+
+
+class OracleDdl(Oracle):
+    """Oracle, as the capture's DDL records write it."""
+
+    class Tokenizer(Oracle.Tokenizer):
+        # RENAME is a statement here, not a command whose text is kept as a string.
+        COMMANDS = {c for c in tokens.Tokenizer.COMMANDS if c != TokenType.RENAME}
+
+    Parser = OracleDdlParser
+

@@ -1,0 +1,216 @@
+"""DDL records parse (sqlglot, Oracle dialect extended) into structured statements, and
+each ALTER TABLE makes the next dictionary revision. Pure Python: no Spark here."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakestreams.errors import DdlError
+from silver.ddl import (
+    AddColumn,
+    AddConstraint,
+    ColumnSpec,
+    DropColumn,
+    DropConstraint,
+    ModifyColumn,
+    Physical,
+    RenameColumn,
+    RenameTable,
+    evolve,
+    parse_ddl,
+)
+from silver.dictionary import parse_create_table
+from silver.types import ColumnType
+
+PLAIN = """CREATE TABLE hr.employees (
+  employee_id NUMBER(6,0), first_name VARCHAR2(20), last_name VARCHAR2(25) NOT NULL,
+  email VARCHAR2(25) NOT NULL, hire_date DATE NOT NULL, salary NUMBER(8,2) DEFAULT 0, resume CLOB,
+  CONSTRAINT emp_salary_min CHECK (salary > 0), CONSTRAINT emp_email_uk UNIQUE (email),
+  CONSTRAINT emp_emp_id_pk PRIMARY KEY (employee_id),
+  CONSTRAINT emp_dept_fk FOREIGN KEY (email) REFERENCES hr.departments (department_id))"""
+
+#: The same table as DBMS_METADATA.GET_DDL prints it.
+METADATA = """CREATE TABLE "HR"."EMPLOYEES"
+   (    "EMPLOYEE_ID" NUMBER(6,0),
+    "FIRST_NAME" VARCHAR2(20),
+    "LAST_NAME" VARCHAR2(25) CONSTRAINT "EMP_LAST_NAME_NN" NOT NULL ENABLE,
+    "EMAIL" VARCHAR2(25) CONSTRAINT "EMP_EMAIL_NN" NOT NULL ENABLE,
+    "HIRE_DATE" DATE CONSTRAINT "EMP_HIRE_DATE_NN" NOT NULL ENABLE,
+    "SALARY" NUMBER(8,2) DEFAULT 0,
+    "RESUME" CLOB,
+     CONSTRAINT "EMP_SALARY_MIN" CHECK (salary > 0) ENABLE,
+     CONSTRAINT "EMP_EMAIL_UK" UNIQUE ("EMAIL")
+  USING INDEX PCTFREE 10 INITRANS 2 MAXTRANS 255 COMPUTE STATISTICS
+  STORAGE(INITIAL 65536 NEXT 1048576 MINEXTENTS 1 MAXEXTENTS 2147483645
+  PCTINCREASE 0 FREELISTS 1 FREELIST GROUPS 1 BUFFER_POOL DEFAULT FLASH_CACHE DEFAULT CELL_FLASH_CACHE DEFAULT)
+  TABLESPACE "EXAMPLE"  ENABLE,
+     CONSTRAINT "EMP_EMP_ID_PK" PRIMARY KEY ("EMPLOYEE_ID")
+  USING INDEX PCTFREE 10 INITRANS 2 MAXTRANS 255 COMPUTE STATISTICS TABLESPACE "EXAMPLE"  ENABLE,
+     CONSTRAINT "EMP_DEPT_FK" FOREIGN KEY ("EMAIL")
+      REFERENCES "HR"."DEPARTMENTS" ("DEPARTMENT_ID") ENABLE,
+     SUPPLEMENTAL LOG DATA (ALL) COLUMNS,
+     SUPPLEMENTAL LOG GROUP "GGS_1" ("EMPLOYEE_ID") ALWAYS
+   ) SEGMENT CREATION IMMEDIATE
+  PCTFREE 10 PCTUSED 40 INITRANS 1 MAXTRANS 255
+ NOCOMPRESS LOGGING
+  STORAGE(INITIAL 65536 NEXT 1048576 MINEXTENTS 1 MAXEXTENTS 2147483645
+  PCTINCREASE 0 FREELISTS 1 FREELIST GROUPS 1 BUFFER_POOL DEFAULT FLASH_CACHE DEFAULT CELL_FLASH_CACHE DEFAULT)
+  TABLESPACE "EXAMPLE"
+ LOB ("RESUME") STORE AS SECUREFILE (
+  TABLESPACE "EXAMPLE" ENABLE STORAGE IN ROW CHUNK 8192
+  NOCACHE LOGGING  NOCOMPRESS  KEEP_DUPLICATES
+  STORAGE(INITIAL 106496 NEXT 1048576 MINEXTENTS 1 MAXEXTENTS 2147483645))
+  PARTITION BY RANGE ("HIRE_DATE")
+ (PARTITION "P1" VALUES LESS THAN (TO_DATE(' 2000-01-01 00:00:00', 'SYYYY-MM-DD HH24:MI:SS', 'NLS_CALENDAR=GREGORIAN'))
+  SEGMENT CREATION IMMEDIATE TABLESPACE "USERS",
+  PARTITION "P2" VALUES LESS THAN (MAXVALUE))""".replace("\n    ", "\n\t")  # GET_DDL indents with tabs
+
+EMP = parse_create_table(PLAIN)
+
+
+def vc(n: int) -> ColumnType:
+    return ColumnType(f"VARCHAR2({n})", "STRING", n, True, False)
+
+
+def test_metadata_form_gives_the_same_table_as_the_plain_form():
+    stmt = parse_ddl(METADATA)
+    assert (stmt.kind, stmt.object_type, stmt.owner, stmt.name) == ("CREATE TABLE", "TABLE", "HR", "EMPLOYEES")
+    assert stmt.table == EMP
+    assert EMP.key_columns == ("EMPLOYEE_ID",) and EMP.key_kind == "PRIMARY KEY"
+    assert EMP.column("SALARY").default == "0"
+    assert [c.name for c in EMP.columns if not c.nullable] == ["EMPLOYEE_ID", "LAST_NAME", "EMAIL", "HIRE_DATE"]
+    assert EMP.constraints == (("EMP_EMAIL_UK", "UNIQUE", ("EMAIL",)), ("EMP_EMP_ID_PK", "PRIMARY KEY", ("EMPLOYEE_ID",)))
+
+
+@pytest.mark.parametrize("text, kind, actions", [
+    ("ALTER TABLE hr.employees ADD (bonus NUMBER(4) DEFAULT 5 NOT NULL, note VARCHAR2(9))", "ALTER TABLE", (
+        AddColumn(ColumnSpec("BONUS", ColumnType("NUMBER(4)", "INT", None, False, False), False, "5")),
+        AddColumn(ColumnSpec("NOTE", vc(9))))),
+    ("ALTER TABLE hr.employees ADD note VARCHAR2(9)", "ALTER TABLE", (AddColumn(ColumnSpec("NOTE", vc(9))),)),
+    ("ALTER TABLE hr.employees DROP COLUMN resume", "ALTER TABLE", (DropColumn("RESUME"),)),
+    ("ALTER TABLE hr.employees DROP (resume, first_name) CASCADE CONSTRAINTS", "ALTER TABLE",
+     (DropColumn("RESUME"), DropColumn("FIRST_NAME"))),
+    ('ALTER TABLE "HR"."EMPLOYEES" RENAME COLUMN "EMAIL" TO "MAIL"', "ALTER TABLE", (RenameColumn("EMAIL", "MAIL"),)),
+    ("ALTER TABLE hr.employees MODIFY (first_name VARCHAR2(50) NOT NULL, last_name NULL)", "ALTER TABLE", (
+        ModifyColumn(ColumnSpec("FIRST_NAME", vc(50), False)), ModifyColumn(ColumnSpec("LAST_NAME", None, True)))),
+    ("ALTER TABLE hr.employees MODIFY first_name VARCHAR2(50)", "ALTER TABLE",
+     (ModifyColumn(ColumnSpec("FIRST_NAME", vc(50))),)),
+    ("ALTER TABLE hr.employees MODIFY salary DEFAULT 1", "ALTER TABLE", (ModifyColumn(ColumnSpec("SALARY", default="1")),)),
+    ("ALTER TABLE hr.employees ADD CONSTRAINT emp_uk2 UNIQUE (first_name, last_name) ENABLE NOVALIDATE", "ALTER TABLE",
+     (AddConstraint("UNIQUE", ("FIRST_NAME", "LAST_NAME"), "EMP_UK2"),)),
+    ("ALTER TABLE hr.employees ADD PRIMARY KEY (email) USING INDEX TABLESPACE users ENABLE", "ALTER TABLE",
+     (AddConstraint("PRIMARY KEY", ("EMAIL",)),)),
+    ("ALTER TABLE hr.employees ADD CONSTRAINT fk FOREIGN KEY (email) REFERENCES hr.d (x)", "ALTER TABLE",
+     (AddConstraint("FOREIGN KEY", ("EMAIL",), "FK"),)),
+    ("ALTER TABLE hr.employees DROP CONSTRAINT emp_email_uk", "ALTER TABLE", (DropConstraint("EMP_EMAIL_UK"),)),
+    ("ALTER TABLE hr.employees DROP PRIMARY KEY KEEP INDEX", "ALTER TABLE", (DropConstraint(kind="PRIMARY KEY"),)),
+    ("ALTER TABLE hr.employees DROP UNIQUE (email)", "ALTER TABLE", (DropConstraint(kind="UNIQUE", columns=("EMAIL",)),)),
+    ("ALTER TABLE hr.employees RENAME TO staff", "ALTER TABLE", (RenameTable(None, "STAFF"),)),
+    ("ALTER TABLE hr.employees MOVE TABLESPACE users", "ALTER TABLE", (Physical("MOVE TABLESPACE USERS"),)),
+    ("ALTER TABLE hr.employees ADD PARTITION p3 VALUES LESS THAN (10)", "ALTER TABLE",
+     (Physical("ADD PARTITION P3 VALUES LESS THAN"),)),
+    ("ALTER TABLE hr.employees TRUNCATE PARTITION p1", "ALTER TABLE", (Physical("TRUNCATE PARTITION P1"),)),
+    ("ALTER TABLE hr.employees ADD SUPPLEMENTAL LOG DATA (PRIMARY KEY) COLUMNS", "ALTER TABLE",
+     (Physical("ADD SUPPLEMENTAL LOG DATA COLUMNS"),)),
+    ("ALTER TABLE hr.employees ENABLE ROW MOVEMENT", "ALTER TABLE", (Physical("ENABLE ROW MOVEMENT"),)),
+    ("DROP TABLE hr.employees CASCADE CONSTRAINTS PURGE", "DROP TABLE", ()),
+    ("TRUNCATE TABLE hr.employees", "TRUNCATE TABLE", ()),
+    ("CREATE TABLE hr.employees AS SELECT * FROM hr.staff", "CREATE TABLE AS SELECT", ()),
+])
+def test_statements_parse_to_their_structure(text, kind, actions):
+    stmt = parse_ddl(text)
+    assert (stmt.kind, stmt.object_type, stmt.owner, stmt.name, stmt.actions) == (kind, "TABLE", "HR", "EMPLOYEES", actions)
+
+
+def test_rename_statement_is_alter_table_rename():
+    """RENAME a TO b (Oracle's own statement) reads as ALTER TABLE a RENAME TO b; it
+    names no owner (the caller takes the record's)."""
+    stmt = parse_ddl("RENAME employees TO staff")
+    assert (stmt.kind, stmt.owner, stmt.name, stmt.actions, stmt.operation) == (
+        "ALTER TABLE", None, "EMPLOYEES", (RenameTable(None, "STAFF"),), "RENAME")
+    assert parse_ddl("ALTER TABLE employees RENAME TO staff").actions == stmt.actions
+
+
+@pytest.mark.parametrize("text, object_type", [
+    ("CREATE OR REPLACE VIEW hr.v AS SELECT 1 FROM dual", "VIEW"),
+    ("CREATE OR REPLACE FORCE EDITIONABLE VIEW hr.v AS SELECT 1 FROM dual", "VIEW"),
+    ("CREATE MATERIALIZED VIEW hr.mv AS SELECT 1 FROM dual", "MATERIALIZED VIEW"),
+    ("CREATE PUBLIC SYNONYM emp FOR hr.employees", "PUBLIC SYNONYM"),
+    ("CREATE SYNONYM hr.emp FOR hr.employees", "SYNONYM"),
+    ("CREATE OR REPLACE TRIGGER hr.t BEFORE INSERT ON hr.employees BEGIN NULL; END;", "TRIGGER"),
+    ("CREATE OR REPLACE PROCEDURE hr.p AS BEGIN NULL; END;", "PROCEDURE"),
+    ("CREATE FUNCTION hr.f RETURN NUMBER AS BEGIN RETURN 1; END;", "FUNCTION"),
+    ("CREATE OR REPLACE PACKAGE BODY hr.pk AS END;", "PACKAGE BODY"),
+    ("CREATE USER bob IDENTIFIED BY secret", "USER"),
+    ("DROP USER bob CASCADE", "USER"),
+    ("CREATE ROLE auditor", "ROLE"),
+    ("CREATE OR REPLACE DIRECTORY d AS '/tmp'", "DIRECTORY"),
+    ("CREATE SEQUENCE hr.s START WITH 1", "SEQUENCE"),
+    ("CREATE UNIQUE INDEX hr.i ON hr.employees (email)", "UNIQUE INDEX"),
+    ("DROP INDEX hr.i", "INDEX"),
+    ("GRANT SELECT ON hr.employees TO bob", "GRANT"),
+    ("COMMENT ON TABLE hr.employees IS 'people'", "COMMENT"),
+])
+def test_objects_without_rows_are_recognised_and_ignored(text, object_type):
+    stmt = parse_ddl(text)
+    assert (stmt.kind, stmt.object_type) == ("IGNORED", object_type)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "has no text"),
+    ("ALTER TABLE hr.employees FROBNICATE x", "not understood"),
+    ("ALTER TABLE hr.employees ADD (x NUMBER); DROP TABLE hr.other", "holds one statement; this one holds 2"),
+    ("CREATE TABLE hr.t (a NUMBER", "does not parse"),
+    ('ALTER TABLE hr.employees ADD ("A;B" NUMBER)', "is refused"),
+    ("SELECT * FROM hr.employees", "not a DDL statement"),
+    ("ALTER TABLE hr.employees MODIFY (salary)", "changes nothing"),
+])
+def test_what_cannot_be_understood_is_refused_with_the_reason(text, message):
+    with pytest.raises(DdlError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_ddl(text)
+
+
+def test_revisions_follow_column_changes():
+    t = evolve(EMP, parse_ddl("ALTER TABLE hr.employees ADD (bonus NUMBER(4) DEFAULT 5 NOT NULL)"))
+    assert t.column_names[-1] == "BONUS" and not t.column("BONUS").nullable and t.column("BONUS").default == "5"
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees DROP (resume, first_name)"))
+    assert t.column_names == ("EMPLOYEE_ID", "LAST_NAME", "EMAIL", "HIRE_DATE", "SALARY", "BONUS")
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees MODIFY (last_name VARCHAR2(60) NULL, salary NUMBER(12,2))"))
+    assert (t.column("LAST_NAME").type, t.column("LAST_NAME").nullable) == (vc(60), True)
+    assert t.column("SALARY").type.spark == "DECIMAL(12,2)" and t.column("SALARY").default == "0"
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees MODIFY salary VARCHAR2(20)"))  # NUMBER -> VARCHAR2
+    assert t.column("SALARY").type == vc(20)
+    assert EMP.column_names[0] == "EMPLOYEE_ID" and len(EMP.columns) == 7  # revisions are new values
+
+
+def test_keys_follow_renames_and_drops():
+    t = evolve(EMP, parse_ddl("ALTER TABLE hr.employees RENAME COLUMN employee_id TO id"))
+    assert (t.key_columns, t.key_kind) == (("ID",), "PRIMARY KEY")
+    # Without the primary key, the smallest unique key with a NOT NULL column replicates.
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees DROP CONSTRAINT emp_emp_id_pk"))
+    assert (t.key_columns, t.key_kind) == (("EMAIL",), "UNIQUE")
+    # Without it either: all columns but LOBs.
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees DROP UNIQUE (email)"))
+    assert t.key_kind == "ALL COLUMNS" and "RESUME" not in t.key_columns and "EMAIL" in t.key_columns
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees ADD CONSTRAINT pk2 PRIMARY KEY (email, hire_date)"))
+    assert (t.key_columns, t.key_kind) == (("EMAIL", "HIRE_DATE"), "PRIMARY KEY")
+    # Dropping a key column drops its key.
+    t = evolve(t, parse_ddl("ALTER TABLE hr.employees DROP COLUMN hire_date"))
+    assert t.key_kind == "ALL COLUMNS"
+    t = evolve(EMP, parse_ddl("ALTER TABLE hr.employees DROP PRIMARY KEY"))
+    assert t.key_columns == ("EMAIL",)
+    t = evolve(EMP, parse_ddl("RENAME employees TO staff"))
+    assert (t.owner, t.name, t.columns) == ("HR", "STAFF", EMP.columns)
+    assert evolve(EMP, parse_ddl("ALTER TABLE hr.employees MOVE TABLESPACE users")) == EMP
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ALTER TABLE hr.employees DROP COLUMN nosuch", "has no column NOSUCH"),
+    ("ALTER TABLE hr.employees ADD (email VARCHAR2(5))", "already has a column EMAIL"),
+    ("ALTER TABLE hr.employees RENAME COLUMN email TO salary", "already has a column SALARY"),
+    ("ALTER TABLE hr.employees ADD PRIMARY KEY (email)", "already has a primary key"),
+    ("ALTER TABLE hr.employees ADD CONSTRAINT u UNIQUE (nosuch)", "has no column NOSUCH"),
+])
+def test_changes_the_table_cannot_take_are_refused(text, message):
+    with pytest.raises(DdlError, match=message):
+        evolve(EMP, parse_ddl(text))
