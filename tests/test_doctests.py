@@ -7,11 +7,12 @@ import doctest
 import pytest
 
 import lakestreams.api
+import silver.adaptddl
 import silver.ddl
 import silver.dictionary
 
 
-@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary, silver.ddl])
+@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary, silver.ddl, silver.adaptddl])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,285 @@
+"""HVR AdaptDDL: which new tables join the channel, and what each DDL does to a target.
+
+Pure decisions (no Spark): ``AdaptDdl`` holds one AdaptDDL action's parameters;
+``table_to_add`` says whether a new source table joins the channel (and under which
+target schema); ``adapt`` says, for one understood DDL statement (``silver.ddl``) on a
+table, what happens to its target, following the behaviour table of the reference row
+by row. The source dictionary follows every DDL whatever is decided here.
+
+Patterns are HVR's: ``*`` and ``?`` wildcards, ranges such as ``[a-f]``, and ``|`` between
+alternatives (``tmp*|temp*``); table names match case-insensitively.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from lakestreams.errors import ConfigError
+from silver.ddl import (
+    AddColumn,
+    AddConstraint,
+    ColumnSpec,
+    DdlStatement,
+    DropColumn,
+    DropConstraint,
+    ModifyColumn,
+    Physical,
+    RenameColumn,
+    RenameTable,
+)
+from silver.dictionary import TableDef
+from silver.types import ColumnType
+
+ON_DROP_TABLE = ("KEEP", "DROP_FROM_CHANNEL_ONLY", "DROP_FROM_CHANNEL_AND_TARGET")
+ON_ENROLL_BREAK = ("REFRESH", "FAIL_INTEG_JOB", "WARNING")
+ON_ADD_COLUMN_WITH_DEFAULT = ("ADD_COLUMN_WITH_EMPTY_DEFAULT", "REFRESH", "FAIL_INTEG_JOB", "WARNING")
+ON_PRESERVE_ALTER_TABLE_FAIL = ("CREATE_AS_SELECT", "FAIL_INTEG_JOB", "WARNING")
+#: Partition operations whose rows change without row changes being captured: a refresh.
+REFRESHING_PARTITION_OPS = ("TRUNCATE PARTITION", "TRUNCATE SUBPARTITION", "EXCHANGE PARTITION",
+                            "EXCHANGE SUBPARTITION")
+
+
+def _check_pattern(pattern: str, what: str) -> str:
+    if not pattern or any(not alt for alt in pattern.split("|")):
+        raise ConfigError(f"{what}: {pattern!r} has an empty alternative")
+    for alt in pattern.split("|"):
+        if alt.count("[") != alt.count("]"):
+            raise ConfigError(f"{what}: {pattern!r} has an unclosed range")
+    return pattern
+
+
+def matches(pattern: str, name: str) -> bool:
+    """HVR pattern match: any ``|`` alternative with ``*``, ``?`` and ``[a-f]``, case-insensitive."""
+    return any(fnmatch.fnmatchcase(name.lower(), alt.lower()) for alt in pattern.split("|"))
+
+
+@dataclass(frozen=True)
+class AdaptDdl:
+    """One AdaptDDL action. Defaults are HVR's."""
+
+    add_table_pattern: str | None = None
+    ignore_table_pattern: str | None = None  # scoped to this action's add_table_pattern
+    capture_schema: str | None = None  # not a pattern; case-insensitive
+    integrate_schema: str | None = None
+    on_drop_table: str = "DROP_FROM_CHANNEL_ONLY"
+    keep_existing_structure: bool = False
+    keep_old_rows: bool = False
+    on_enroll_break: str = "REFRESH"
+    on_add_column_with_default: str = "ADD_COLUMN_WITH_EMPTY_DEFAULT"
+    on_preserve_alter_table_fail: str = "CREATE_AS_SELECT"
+
+    def __post_init__(self) -> None:
+        for value, allowed, name in (
+            (self.on_drop_table, ON_DROP_TABLE, "OnDropTable"),
+            (self.on_enroll_break, ON_ENROLL_BREAK, "OnEnrollBreak"),
+            (self.on_add_column_with_default, ON_ADD_COLUMN_WITH_DEFAULT, "OnAddColumnWithDefault"),
+            (self.on_preserve_alter_table_fail, ON_PRESERVE_ALTER_TABLE_FAIL, "OnPreserveAlterTableFail"),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"AdaptDDL {name}: {value!r} is not one of {', '.join(allowed)}")
+        if self.add_table_pattern is not None:
+            _check_pattern(self.add_table_pattern, "AdaptDDL AddTablePattern")
+        if self.ignore_table_pattern is not None:
+            _check_pattern(self.ignore_table_pattern, "AdaptDDL IgnoreTablePattern")
+            if self.add_table_pattern is None:
+                raise ConfigError("AdaptDDL IgnoreTablePattern only narrows an AddTablePattern of the same action")
+        if self.integrate_schema is not None and self.capture_schema is None:
+            raise ConfigError("AdaptDDL IntegrateSchema maps a CaptureSchema: give CaptureSchema too")
+
+
+def table_to_add(actions: tuple[AdaptDdl, ...], owner: str, table: str, current_schema: str) -> tuple[str, str] | None:
+    """(target owner, table) when a new source table ``owner.table`` joins the channel,
+    else None. Each action's IgnoreTablePattern narrows only its own AddTablePattern; a
+    table matched by several actions is added once (the first action that adds it).
+
+    >>> acts = (AdaptDdl("t*", "tmp*|temp*"), AdaptDdl("*x"))
+    >>> [n for n in ("tab_1", "tmp_x", "tmp_y") if table_to_add(acts, "HR", n, "HR")]
+    ['tab_1', 'tmp_x']
+    """
+    for a in actions:
+        if a.add_table_pattern is None:
+            continue
+        schema = a.capture_schema if a.capture_schema is not None else current_schema
+        if owner.lower() != schema.lower():
+            continue
+        if not matches(a.add_table_pattern, table):
+            continue
+        if a.ignore_table_pattern is not None and matches(a.ignore_table_pattern, table):
+            continue
+        return (a.integrate_schema.upper() if a.integrate_schema else owner), table
+    return None
+
+
+def _shape(t: ColumnType) -> tuple[str, tuple[int | None, ...]]:
+    """An Oracle type's family and its size parameters (None: unbounded)."""
+    dt = exp.DataType.build(t.oracle, dialect="oracle")
+    params = []
+    for e in dt.expressions:
+        try:
+            params.append(int(e.sql().split(" ")[0]))
+        except ValueError:
+            params.append(None)
+    T = exp.DataType.Type
+    if dt.this in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
+        return "CHARACTER", (params[0] if params else 1,)
+    if dt.this in (T.DECIMAL, T.BIGDECIMAL) or t.oracle.upper().startswith("NUMBER"):
+        if not params or params[0] is None:
+            return "NUMBER", (None, None)
+        return "NUMBER", (params[0], params[1] if len(params) > 1 and params[1] is not None else 0)
+    if dt.this in (T.VARBINARY, T.BINARY):
+        return "RAW", (params[0] if params else None,)
+    return t.oracle.upper(), ()
+
+
+def type_change(old: ColumnType, new: ColumnType) -> str:
+    """SAME, WIDEN (every old value fits: ALTER in place), NARROW (same family, some old
+    values may not fit) or CHANGE (another data type).
+
+    >>> from silver.types import ColumnType as C
+    >>> type_change(C("VARCHAR2(5)", "STRING", 5), C("VARCHAR2(12)", "STRING", 12))
+    'WIDEN'
+    >>> type_change(C("NUMBER(8, 2)", "DECIMAL(8,2)"), C("NUMBER(6, 2)", "DECIMAL(6,2)"))
+    'NARROW'
+    >>> type_change(C("NUMBER(5)", "INT"), C("VARCHAR2(5)", "STRING", 5))
+    'CHANGE'
+    """
+    if old.oracle.upper().replace(" ", "") == new.oracle.upper().replace(" ", ""):
+        return "SAME"
+    (fo, po), (fn, pn) = _shape(old), _shape(new)
+    if fo != fn:
+        return "CHANGE"
+    if fo == "NUMBER":
+        if pn == (None, None):
+            return "WIDEN"
+        if po == (None, None):
+            return "NARROW"
+        (p1, s1), (p2, s2) = po, pn
+        return "WIDEN" if (p2 - s2 >= p1 - s1 and s2 >= s1) else "NARROW"
+    if po and pn:
+        a, b = po[0], pn[0]
+        if b is None or (a is not None and b >= a):
+            return "WIDEN"
+        return "NARROW"
+    return "CHANGE"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a DDL does to the target of a table in the channel.
+
+    ``target``: IGNORE (the target is untouched), ALTER (``alters`` say what), REFRESH
+    (rebuild or reload the target after ``alters``), ADD (a new table joins the channel:
+    create and instantiate its target), DROP (leave the channel; ``drop_target`` says
+    whether the target table goes too), TRUNCATE (a special DML) or FAIL (stop
+    integrating the table until an operator acts). ``warnings``: what the log must say."""
+
+    target: str
+    reason: str
+    alters: tuple = ()
+    drop_target: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+def adapt(
+    stmt: DdlStatement, action: AdaptDdl | None, before: TableDef | None, in_channel: bool,
+    last_table: bool = False, added_as: tuple[str, str] | None = None,
+) -> Decision:
+    """The decision for ``stmt`` on one table. ``action``: the AdaptDDL action covering
+    the table (None: AdaptDDL is not defined, the target never follows); ``before``: the
+    table's dictionary revision before the statement; ``in_channel``: the table is
+    replicated already; ``last_table``: it is the channel's only table; ``added_as``:
+    ``table_to_add``'s answer for a table not in the channel."""
+    if stmt.kind == "IGNORED":
+        return Decision("IGNORE", f"{stmt.object_type} statements carry no rows")
+    if stmt.kind == "TRUNCATE TABLE":
+        return Decision("TRUNCATE", "TRUNCATE TABLE is applied as a special DML")
+    if action is None:
+        return Decision("IGNORE", "no AdaptDDL action covers the table: only the source dictionary follows")
+    if stmt.kind in ("CREATE TABLE", "CREATE TABLE AS SELECT"):
+        if in_channel:  # dropped and created again: the target is reused, made to match
+            return Decision("REFRESH", "the table is created again while in the channel: its target is refreshed")
+        if added_as is None:
+            return Decision("IGNORE", "no AddTablePattern adds the table")
+        return Decision("ADD", f"AddTablePattern adds it as {added_as[0]}.{added_as[1]}")
+    if not in_channel:
+        return Decision("IGNORE", "the table is not in the channel")
+    if stmt.kind == "DROP TABLE":
+        return _drop(action, last_table, "DROP TABLE")
+    alters: list = []
+    refresh, warnings, reasons = False, [], []
+    for a in stmt.actions:
+        if isinstance(a, RenameTable):
+            # A DROP of the old name and a CREATE of the new one (if a pattern adds it).
+            dropped = _drop(action, last_table, "RENAME TO")
+            return Decision(dropped.target, dropped.reason + "; the new name joins only if an AddTablePattern adds it",
+                            drop_target=dropped.drop_target, warnings=dropped.warnings)
+        if isinstance(a, AddColumn):
+            if a.column.default is not None and action.on_add_column_with_default != "ADD_COLUMN_WITH_EMPTY_DEFAULT":
+                policy = action.on_add_column_with_default
+                if policy == "FAIL_INTEG_JOB":
+                    return Decision("FAIL", f"column {a.column.name} is added with a default (OnAddColumnWithDefault=FAIL_INTEG_JOB)")
+                if policy == "REFRESH":
+                    refresh = True
+                    reasons.append(f"{a.column.name} has a source default: refresh (OnAddColumnWithDefault=REFRESH)")
+                else:
+                    warnings.append(f"column {a.column.name} is added with a default; existing target rows hold NULL")
+            alters.append(a)
+        elif isinstance(a, DropColumn):
+            if action.keep_existing_structure:
+                reasons.append(f"{a.name} stays in the target (KeepExistingStructure)")
+            else:
+                alters.append(a)
+        elif isinstance(a, RenameColumn):
+            alters.append(a)
+        elif isinstance(a, ModifyColumn):
+            old = before.column(a.column.name) if before is not None else None
+            change = "SAME" if old is None or a.column.type is None else type_change(old.type, a.column.type)
+            if change in ("SAME", "WIDEN"):
+                alters.append(a)
+            elif change == "NARROW":
+                if action.keep_existing_structure:
+                    reasons.append(f"{a.column.name} keeps its larger type (KeepExistingStructure)")
+                    if a.column.nullable is not None:
+                        alters.append(ModifyColumn(ColumnSpec(a.column.name, None, a.column.nullable)))
+                else:
+                    alters.append(a)
+                    refresh = True
+                    reasons.append(f"{a.column.name} is made smaller: refresh")
+            else:  # another data type: an enroll break
+                if action.on_enroll_break == "FAIL_INTEG_JOB":
+                    return Decision("FAIL", f"{a.column.name} changes data type (OnEnrollBreak=FAIL_INTEG_JOB)")
+                alters.append(a)
+                if action.on_enroll_break == "WARNING":
+                    warnings.append(f"{a.column.name} changes data type; no refresh (OnEnrollBreak=WARNING)")
+                else:
+                    refresh = True
+                    reasons.append(f"{a.column.name} changes data type: refresh")
+        elif isinstance(a, (AddConstraint, DropConstraint)):
+            if isinstance(a, AddConstraint) and a.kind in ("FOREIGN KEY", "CHECK"):
+                reasons.append(f"{a.kind} constraints are not replicated")
+            else:
+                alters.append(a)  # the replication key may change; the caller compares keys
+        elif isinstance(a, Physical):
+            if any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS):
+                refresh = True
+                reasons.append(f"{a.text.split(' ')[0]} of a partition changes rows without row changes: refresh")
+            else:
+                reasons.append(f"{a.text.split(' ')[0]}: physical, not replicated")
+    if refresh:
+        return Decision("REFRESH", "; ".join(reasons), tuple(alters), warnings=tuple(warnings))
+    if alters:
+        return Decision("ALTER", "; ".join(reasons) or "the target follows", tuple(alters), warnings=tuple(warnings))
+    return Decision("IGNORE", "; ".join(reasons) or "nothing to change", warnings=tuple(warnings))
+
+
+def _drop(action: AdaptDdl, last_table: bool, what: str) -> Decision:
+    if action.on_drop_table == "KEEP":
+        return Decision("IGNORE", f"{what}: the table stays in the channel (OnDropTable=KEEP)",
+                        warnings=(f"{what} of a replicated table kept in the channel",))
+    if last_table:
+        return Decision("FAIL", f"{what} of the channel's last table: a channel always keeps one table")
+    both = action.on_drop_table == "DROP_FROM_CHANNEL_AND_TARGET"
+    return Decision("DROP", f"{what}: leaves the channel (OnDropTable={action.on_drop_table})", drop_target=both)

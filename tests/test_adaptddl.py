@@ -1,0 +1,150 @@
+"""HVR AdaptDDL decisions, row by row of the reference's behaviour table. Pure Python."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakestreams.errors import ConfigError
+from silver.adaptddl import AdaptDdl, adapt, matches, table_to_add, type_change
+from silver.ddl import AddColumn, DropColumn, ModifyColumn, RenameColumn, parse_ddl
+from silver.dictionary import parse_create_table
+from silver.types import ColumnType
+
+T = parse_create_table("CREATE TABLE hr.t (id NUMBER(6) PRIMARY KEY, name VARCHAR2(12), amount NUMBER(8,2), note VARCHAR2(30))")
+ON = AdaptDdl("*")
+
+
+def decide(text: str, action: AdaptDdl | None = ON, in_channel: bool = True, last: bool = False, added=None):
+    return adapt(parse_ddl(text), action, T, in_channel, last, added)
+
+
+def test_patterns_of_the_reference():
+    """AddTablePattern=t*, IgnoreTablePattern=tmp*|temp* and AddTablePattern=*x: tab_1 and
+    tmp_x are added, tmp_y is not (an ignore narrows only its own action)."""
+    actions = (AdaptDdl("t*", "tmp*|temp*"), AdaptDdl("*x"))
+    assert [n for n in ("tab_1", "tmp_x", "tmp_y", "temp_1", "zzz") if table_to_add(actions, "HR", n, "HR")] == [
+        "tab_1", "tmp_x"]
+    assert matches("o?_line_*", "OR_LINE_7") and not matches("o?_line_*", "ORD_LINE_7")
+    assert matches("ord_[a-f]", "ORD_C") and not matches("ord_[a-f]", "ORD_G")
+
+
+def test_capture_and_integrate_schema():
+    actions = (AdaptDdl("*", capture_schema="aa1", integrate_schema="bb1"),
+               AdaptDdl("*", capture_schema="AA2", integrate_schema="bb2"))
+    assert table_to_add(actions, "AA1", "TAB", "HR") == ("BB1", "TAB")
+    assert table_to_add(actions, "aa2", "TAB", "HR") == ("BB2", "TAB")
+    assert table_to_add(actions, "HR", "TAB", "HR") is None  # only the capture schemas
+    assert table_to_add((AdaptDdl("*"),), "HR", "TAB", "hr") == ("HR", "TAB")  # the current schema
+    assert table_to_add((AdaptDdl("*"),), "SALES", "TAB", "HR") is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"on_drop_table": "DELETE"}, "OnDropTable: 'DELETE' is not one of KEEP"),
+    ({"add_table_pattern": "a||b"}, "empty alternative"),
+    ({"add_table_pattern": "ord_[a-f"}, "unclosed range"),
+    ({"ignore_table_pattern": "tmp*"}, "only narrows an AddTablePattern"),
+    ({"integrate_schema": "bb"}, "give CaptureSchema too"),
+])
+def test_bad_actions_are_refused(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        AdaptDdl(**kwargs)
+
+
+def test_create_table():
+    assert decide("CREATE TABLE hr.n (a NUMBER)", in_channel=False, added=("HR", "N")).target == "ADD"
+    assert decide("CREATE TABLE hr.n (a NUMBER)", in_channel=False).target == "IGNORE"  # no pattern adds it
+    assert decide("CREATE TABLE hr.n (a NUMBER)", action=None, in_channel=False).target == "IGNORE"
+    # Drop then create: the table is still in the channel; its target is refreshed.
+    assert decide("CREATE TABLE hr.t (a NUMBER)").target == "REFRESH"
+
+
+@pytest.mark.parametrize("policy, target, drop_target", [
+    ("KEEP", "IGNORE", False), ("DROP_FROM_CHANNEL_ONLY", "DROP", False), ("DROP_FROM_CHANNEL_AND_TARGET", "DROP", True),
+])
+def test_drop_table(policy, target, drop_target):
+    d = decide("DROP TABLE hr.t PURGE", action=AdaptDdl("*", on_drop_table=policy))
+    assert (d.target, d.drop_target) == (target, drop_target)
+    if policy == "KEEP":
+        assert d.warnings
+    # The last table of a channel is never dropped.
+    if policy != "KEEP":
+        assert decide("DROP TABLE hr.t", action=AdaptDdl("*", on_drop_table=policy), last=True).target == "FAIL"
+
+
+def test_add_column_with_and_without_default():
+    d = decide("ALTER TABLE hr.t ADD (x NUMBER)")
+    assert (d.target, [type(a) for a in d.alters]) == ("ALTER", [AddColumn])
+    assert decide("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)").target == "ALTER"  # empty default: no distinction
+    assert decide("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)",
+                  AdaptDdl("*", on_add_column_with_default="REFRESH")).target == "REFRESH"
+    assert decide("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)",
+                  AdaptDdl("*", on_add_column_with_default="FAIL_INTEG_JOB")).target == "FAIL"
+    d = decide("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)", AdaptDdl("*", on_add_column_with_default="WARNING"))
+    assert d.target == "ALTER" and d.warnings
+
+
+def test_drop_column_and_keep_existing_structure():
+    assert [type(a) for a in decide("ALTER TABLE hr.t DROP COLUMN note").alters] == [DropColumn]
+    d = decide("ALTER TABLE hr.t DROP COLUMN note", AdaptDdl("*", keep_existing_structure=True))
+    assert (d.target, d.alters) == ("IGNORE", ()) and "KeepExistingStructure" in d.reason
+
+
+def test_modify_column_bigger_smaller_and_type_change():
+    assert decide("ALTER TABLE hr.t MODIFY name VARCHAR2(40)").target == "ALTER"  # bigger: ALTER, no refresh
+    assert decide("ALTER TABLE hr.t MODIFY amount NUMBER(12,2)").target == "ALTER"
+    assert decide("ALTER TABLE hr.t MODIFY name VARCHAR2(5)").target == "REFRESH"  # smaller: ALTER and refresh
+    d = decide("ALTER TABLE hr.t MODIFY (name VARCHAR2(5) NOT NULL)", AdaptDdl("*", keep_existing_structure=True))
+    assert d.target == "ALTER" and d.alters[0].column.type is None and d.alters[0].column.nullable is False
+    assert decide("ALTER TABLE hr.t MODIFY amount VARCHAR2(20)").target == "REFRESH"  # NUMBER -> VARCHAR2
+    assert decide("ALTER TABLE hr.t MODIFY amount VARCHAR2(20)", AdaptDdl("*", on_enroll_break="FAIL_INTEG_JOB")).target == "FAIL"
+    d = decide("ALTER TABLE hr.t MODIFY amount VARCHAR2(20)", AdaptDdl("*", on_enroll_break="WARNING"))
+    assert d.target == "ALTER" and d.warnings and isinstance(d.alters[0], ModifyColumn)
+    assert decide("ALTER TABLE hr.t MODIFY note NULL").target == "ALTER"
+
+
+def test_rename_column_and_table():
+    assert [type(a) for a in decide("ALTER TABLE hr.t RENAME COLUMN note TO remark").alters] == [RenameColumn]
+    # RENAME TO is a DROP of the old name (OnDropTable) and a CREATE of the new.
+    d = decide("ALTER TABLE hr.t RENAME TO t2", AdaptDdl("*", on_drop_table="DROP_FROM_CHANNEL_AND_TARGET"))
+    assert (d.target, d.drop_target) == ("DROP", True)
+    assert decide("RENAME t TO t2").target == "DROP"
+
+
+@pytest.mark.parametrize("text, target", [
+    ("TRUNCATE TABLE hr.t", "TRUNCATE"),
+    ("ALTER TABLE hr.t TRUNCATE PARTITION p1", "REFRESH"),
+    ("ALTER TABLE hr.t EXCHANGE PARTITION p1 WITH TABLE hr.x", "REFRESH"),
+    ("ALTER TABLE hr.t MERGE PARTITIONS p1, p2 INTO PARTITION p3", "IGNORE"),
+    ("ALTER TABLE hr.t SPLIT PARTITION p1 AT (5) INTO (PARTITION a, PARTITION b)", "IGNORE"),
+    ("ALTER TABLE hr.t MOVE TABLESPACE users", "IGNORE"),
+    ("ALTER TABLESPACE users ADD DATAFILE 'x.dbf'", "IGNORE"),
+    ("ALTER TABLE hr.t ADD CONSTRAINT fk FOREIGN KEY (id) REFERENCES hr.p (id)", "IGNORE"),
+    ("ALTER TABLE hr.t ADD CONSTRAINT u UNIQUE (name)", "ALTER"),
+    ("CREATE SEQUENCE hr.s", "IGNORE"),
+    ("DROP SEQUENCE hr.s", "IGNORE"),
+    ("CREATE OR REPLACE VIEW hr.v AS SELECT 1 FROM dual", "IGNORE"),
+    ("DROP SYNONYM hr.s", "IGNORE"),
+    ("DROP TRIGGER hr.trg", "IGNORE"),
+    ("ALTER FUNCTION hr.f COMPILE", "IGNORE"),
+    ("ALTER USER bob IDENTIFIED BY x", "IGNORE"),
+    ("DROP ROLE r", "IGNORE"),
+    ("DROP DIRECTORY d", "IGNORE"),
+    ("ALTER INDEX hr.i REBUILD", "IGNORE"),
+])
+def test_other_statements_of_the_table(text, target):
+    assert decide(text).target == target
+
+
+def test_without_adaptddl_the_target_never_follows():
+    for text in ("ALTER TABLE hr.t ADD (x NUMBER)", "ALTER TABLE hr.t DROP COLUMN note", "DROP TABLE hr.t"):
+        assert decide(text, action=None).target == "IGNORE"
+
+
+@pytest.mark.parametrize("old, new, kind", [
+    ("VARCHAR2(5)", "VARCHAR2(12)", "WIDEN"), ("VARCHAR2(12)", "VARCHAR2(5)", "NARROW"),
+    ("NUMBER(8, 2)", "NUMBER(10, 2)", "WIDEN"), ("NUMBER(8, 2)", "NUMBER(8, 3)", "NARROW"),
+    ("NUMBER(8, 2)", "NUMBER", "WIDEN"), ("NUMBER", "NUMBER(8)", "NARROW"), ("NUMBER(5)", "VARCHAR2(5)", "CHANGE"),
+    ("DATE", "TIMESTAMP", "CHANGE"), ("CHAR(3)", "VARCHAR2(3)", "WIDEN"), ("NUMBER(5)", "NUMBER(5)", "SAME"),
+])
+def test_type_changes(old, new, kind):
+    assert type_change(ColumnType(old, "x"), ColumnType(new, "x")) == kind
