@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -740,9 +740,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             _owner, _name, tdef, model, changes, sources = t
             ok = with_keys(changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL"), tdef)
             gold = st.table("gold", model)
-
-            def tinst(rows: DataFrame, sources: tuple = sources) -> DataFrame:
-                return with_inst_literals(rows, inst_rows, sources)
+            tinst = partial(with_inst_literals, inst_rows=inst_rows, sources=sources)
 
             ok = with_snapshot_truncates(ok.withColumn("_decided", F.lit(False)), tinst)
             # TRUNCATEs are not row changes: each is a floor no change ordered before it passes.

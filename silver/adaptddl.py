@@ -31,7 +31,7 @@ from silver.ddl import (
     RenameTable,
 )
 from silver.dictionary import TableDef
-from silver.types import ColumnType
+from silver.types import ColumnType, int_params
 
 ON_DROP_TABLE = ("KEEP", "DROP_FROM_CHANNEL_ONLY", "DROP_FROM_CHANNEL_AND_TARGET")
 ON_ENROLL_BREAK = ("REFRESH", "FAIL_INTEG_JOB", "WARNING")
@@ -42,13 +42,12 @@ REFRESHING_PARTITION_OPS = ("TRUNCATE PARTITION", "TRUNCATE SUBPARTITION", "EXCH
                             "EXCHANGE SUBPARTITION")
 
 
-def _check_pattern(pattern: str, what: str) -> str:
+def _check_pattern(pattern: str, what: str) -> None:
     if not pattern or any(not alt for alt in pattern.split("|")):
         raise ConfigError(f"{what}: {pattern!r} has an empty alternative")
     for alt in pattern.split("|"):
         if alt.count("[") != alt.count("]"):
             raise ConfigError(f"{what}: {pattern!r} has an unclosed range")
-    return pattern
 
 
 def matches(pattern: str, name: str) -> bool:
@@ -116,12 +115,7 @@ def table_to_add(actions: tuple[AdaptDdl, ...], owner: str, table: str, current_
 def _shape(t: ColumnType) -> tuple[str, tuple[int | None, ...]]:
     """An Oracle type's family and its size parameters (None: unbounded)."""
     dt = exp.DataType.build(t.oracle, dialect="oracle")
-    params = []
-    for e in dt.expressions:
-        try:
-            params.append(int(e.sql().split(" ")[0]))
-        except ValueError:
-            params.append(None)
+    params = int_params(dt)
     T = exp.DataType.Type
     if dt.this in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
         return "CHARACTER", (params[0] if params else 1,)

@@ -21,7 +21,15 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from lakestreams.errors import DdlError
-from silver.dictionary import ColumnDef, TableDef, _ident, parse_create_table, table_with_keys
+from silver.dictionary import (
+    ColumnDef,
+    TableDef,
+    _ident,
+    parse_create_table,
+    read_column,
+    read_constraint,
+    table_with_keys,
+)
 from silver.oracle_ddl import OracleDdl
 from silver.types import ColumnType, map_oracle_type
 
@@ -150,37 +158,16 @@ def _name(table: exp.Expression) -> tuple[str | None, str]:
 
 
 def _column_spec(node: exp.ColumnDef, number_policy: str) -> ColumnSpec:
-    kind = node.args.get("kind")
-    nullable, default = None, None
-    for c in node.constraints:
-        k = c.args.get("kind")
-        if isinstance(k, exp.NotNullColumnConstraint):
-            nullable = bool(k.args.get("allow_null"))
-        elif isinstance(k, exp.DefaultColumnConstraint):
-            default = k.this.sql("oracle")
-        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
-            nullable = False
-    return ColumnSpec(_ident(node.this), map_oracle_type(kind, number_policy) if kind else None, nullable, default)
+    name, ctype, nullable, default, _keys = read_column(node, number_policy)
+    return ColumnSpec(name, ctype, nullable, default)
 
 
 def _constraint(node: exp.Expression) -> AddConstraint:
-    name = None
-    if isinstance(node, exp.Constraint):
-        name = _ident(node.this)
-        parts = [p for p in node.expressions if not (isinstance(p, exp.Property) and p.name == "STATE")]
-        if len(parts) != 1:
-            raise DdlError(f"constraint {name} is not understood: {node.sql('oracle')}")
-        node = parts[0]
-    if isinstance(node, exp.PrimaryKey):
-        return AddConstraint("PRIMARY KEY", tuple(_ident(i) for i in node.expressions), name)
-    if isinstance(node, exp.UniqueColumnConstraint):
-        target = node.this
-        return AddConstraint("UNIQUE", tuple(_ident(i) for i in (target.expressions if target else [])), name)
-    if isinstance(node, exp.ForeignKey):
-        return AddConstraint("FOREIGN KEY", tuple(_ident(i) for i in node.expressions), name)
-    if isinstance(node, exp.CheckColumnConstraint) or type(node).__name__ == "Check":
-        return AddConstraint("CHECK", (), name)
-    raise DdlError(f"constraint is not understood: {node.sql('oracle')}")
+    read = read_constraint(node)
+    if read is None:
+        raise DdlError(f"constraint is not understood: {node.sql('oracle')}")
+    name, kind, columns = read
+    return AddConstraint(kind, columns, name)
 
 
 def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:

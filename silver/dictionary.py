@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from lakestreams.config import IDENTIFIER
 from lakestreams.errors import DdlError
+from silver.oracle_ddl import OracleDdl
 from silver.types import ColumnType, map_oracle_type
 
 LOB_TYPES = ("CLOB", "NCLOB", "BLOB", "LONG", "LONG RAW")
@@ -79,6 +80,51 @@ def _key_names(node: exp.Expression) -> list[str]:
     return [_ident(i) for i in items]
 
 
+def read_column(
+    node: exp.ColumnDef, number_policy: str = "decimal"
+) -> tuple[str, ColumnType | None, bool | None, str | None, list[tuple[str | None, str, tuple[str, ...]]]]:
+    """A column definition as CREATE TABLE and ALTER TABLE ADD/MODIFY write it: name, type
+    (None: not given), nullability (None: not stated; a primary key is NOT NULL), DEFAULT
+    as Oracle SQL, and the key constraints declared on the column itself."""
+    col = _ident(node.this)
+    kind = node.args.get("kind")
+    nullable, default, keys = None, None, []
+    for c in node.constraints:
+        k = c.args.get("kind")
+        cname = _ident(c.this) if isinstance(c.this, exp.Identifier) else None
+        if isinstance(k, exp.NotNullColumnConstraint):
+            nullable = bool(k.args.get("allow_null"))
+        elif isinstance(k, exp.DefaultColumnConstraint):
+            default = k.this.sql("oracle")
+        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+            keys.append((cname, "PRIMARY KEY", (col,)))
+            nullable = False
+        elif isinstance(k, exp.UniqueColumnConstraint):
+            keys.append((cname, "UNIQUE", (col,)))
+    return col, (map_oracle_type(kind, number_policy) if kind else None), nullable, default, keys
+
+
+def read_constraint(node: exp.Expression) -> tuple[str | None, str, tuple[str, ...]] | None:
+    """A table constraint as (name or None, PRIMARY KEY | UNIQUE | FOREIGN KEY | CHECK,
+    columns); None when it is none of these. Constraint states (ENABLE, …) are ignored."""
+    name = None
+    if isinstance(node, exp.Constraint):
+        name = _ident(node.this)
+        parts = [p for p in node.expressions if not (isinstance(p, exp.Property) and p.name == "STATE")]
+        if len(parts) != 1:
+            return None
+        node = parts[0]
+    if isinstance(node, exp.PrimaryKey):
+        return name, "PRIMARY KEY", tuple(_key_names(node))
+    if isinstance(node, exp.UniqueColumnConstraint):
+        return name, "UNIQUE", tuple(_key_names(node))
+    if isinstance(node, exp.ForeignKey):
+        return name, "FOREIGN KEY", tuple(_key_names(node))
+    if isinstance(node, exp.CheckColumnConstraint):
+        return name, "CHECK", ()
+    return None
+
+
 def table_with_keys(
     owner: str, name: str, columns: tuple[ColumnDef, ...], constraints: tuple[tuple[str | None, str, tuple[str, ...]], ...]
 ) -> TableDef:
@@ -121,8 +167,6 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
     >>> (t.owner, t.name, t.key_columns)
     ('HR', 'REGIONS', ('REGION_ID',))
     """
-    from silver.oracle_ddl import OracleDdl  # the dialect builds on this module's names
-
     if tree is None:
         try:
             tree = sqlglot.parse_one(ddl_text, read=OracleDdl)
@@ -141,32 +185,15 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
     keys: list[tuple[str | None, str, tuple[str, ...]]] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            col = _ident(item.this)
-            kind = item.args.get("kind")
-            if kind is None:
+            col, ctype, nullable, default, col_keys = read_column(item, number_policy)
+            if ctype is None:
                 raise DdlError(f"column {col} has no type")
-            nullable, default = True, None
-            for c in item.constraints:
-                k = c.args.get("kind")
-                cname = _ident(c.this) if isinstance(c.this, exp.Identifier) else None
-                if isinstance(k, exp.NotNullColumnConstraint) and not k.args.get("allow_null"):
-                    nullable = False
-                elif isinstance(k, exp.DefaultColumnConstraint):
-                    default = k.this.sql("oracle")
-                elif isinstance(k, exp.PrimaryKeyColumnConstraint):
-                    keys.append((cname, "PRIMARY KEY", (col,)))
-                    nullable = False
-                elif isinstance(k, exp.UniqueColumnConstraint):
-                    keys.append((cname, "UNIQUE", (col,)))
-            columns.append(ColumnDef(col, map_oracle_type(kind, number_policy), nullable, default))
+            keys.extend(col_keys)
+            columns.append(ColumnDef(col, ctype, nullable is not False, default))
         elif isinstance(item, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint)):
-            cname = _ident(item.this) if isinstance(item, exp.Constraint) else None
-            parts = item.expressions if isinstance(item, exp.Constraint) else [item]
-            for part in parts:
-                if isinstance(part, exp.PrimaryKey):
-                    keys.append((cname, "PRIMARY KEY", tuple(_key_names(part))))
-                elif isinstance(part, exp.UniqueColumnConstraint):
-                    keys.append((cname, "UNIQUE", tuple(_key_names(part))))
+            key = read_constraint(item)
+            if key is not None and key[1] in ("PRIMARY KEY", "UNIQUE"):
+                keys.append(key)
     if sum(1 for k in keys if k[1] == "PRIMARY KEY") > 1:
         raise DdlError(f"CREATE TABLE {owner}.{name} declares two primary keys")
     return table_with_keys(owner, name, tuple(columns), tuple(keys))

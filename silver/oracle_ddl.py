@@ -59,7 +59,7 @@ class OracleDdlParser(OracleParser):
         **OracleParser.ALTER_PARSERS,
         "MODIFY": lambda self: self._parse_alter_modify(),
         "DROP": lambda self: self._parse_oracle_drop(),
-        **{k: (lambda self: self._parse_physical_action()) for k in PHYSICAL_ALTER_ACTIONS},
+        **{k: (lambda self: [self._physical_clause()]) for k in PHYSICAL_ALTER_ACTIONS},
     }
 
     STATEMENT_PARSERS: t.ClassVar = {
@@ -71,15 +71,15 @@ class OracleDdlParser(OracleParser):
         **OracleParser.CONSTRAINT_PARSERS,
         **{k: (lambda self: self._parse_constraint_state()) for k in CONSTRAINT_STATES},
         "USING": lambda self: self._parse_using_index(),
-        "SUPPLEMENTAL": lambda self: self._parse_supplemental(),
+        "SUPPLEMENTAL": lambda self: self._physical_clause(stop=_LIST_END),
     }
 
     SCHEMA_UNNAMED_CONSTRAINTS: t.ClassVar = OracleParser.SCHEMA_UNNAMED_CONSTRAINTS | {"SUPPLEMENTAL"}
 
     PROPERTY_PARSERS: t.ClassVar = {
         **OracleParser.PROPERTY_PARSERS,
-        **{k: (lambda self: self._parse_physical_property_clause()) for k in PHYSICAL_TABLE_PROPERTIES},
-        "PARTITION BY": lambda self: self._parse_physical_property_clause(),
+        **{k: (lambda self: self._physical_clause()) for k in PHYSICAL_TABLE_PROPERTIES},
+        "PARTITION BY": lambda self: self._physical_clause(),
     }
 
     # -- helpers ---------------------------------------------------------------------------
@@ -107,6 +107,11 @@ class OracleDdlParser(OracleParser):
             words.append(self._curr.text.upper())
             self._advance()
         return " ".join(words)
+
+    def _physical_clause(self, prefix: str = "", stop: tuple = ()) -> exp.Property:
+        """The clause opened by the previous token, read to the end (or to ``stop``), as a
+        PHYSICAL property: storage and partitioning, no effect on columns or keys."""
+        return self._physical(prefix + self._skip_clause(stop=stop))
 
     def _physical(self, text: str) -> exp.Property:
         return self.expression(exp.Property(this=exp.var("PHYSICAL"), value=exp.Literal.string(text)))
@@ -136,7 +141,7 @@ class OracleDdlParser(OracleParser):
         if self._match_texts(("PARTITION", "SUBPARTITION", "LOB", "DEFAULT")) or self._match_text_seq(
             "CONSTRAINT"
         ) or self._match(TokenType.PRIMARY_KEY) or self._match(TokenType.UNIQUE):
-            return [self._physical("MODIFY " + self._skip_clause())]
+            return [self._physical_clause("MODIFY ")]
         if self._match(TokenType.L_PAREN):
             items = self._parse_csv(self._parse_modify_item)
             self._match_r_paren()
@@ -157,18 +162,15 @@ class OracleDdlParser(OracleParser):
             self._skip_clause()
             return [self.expression(exp.Drop(kind="UNIQUE", tables=columns))]
         if self._match_texts(("PARTITION", "SUBPARTITION", "UNUSED", "SUPPLEMENTAL")):
-            return [self._physical("DROP " + self._skip_clause())]
+            return [self._physical_clause("DROP ")]
         drops = self._parse_alter_table_drop()
         self._match_text_seq("CASCADE", "CONSTRAINTS")
         return drops
 
     def _parse_alter_table_add(self) -> list[exp.Expr]:
         if self._match_texts(("PARTITION", "SUBPARTITION", "SUPPLEMENTAL")):
-            return [self._physical("ADD " + self._skip_clause())]
+            return [self._physical_clause("ADD ")]
         return super()._parse_alter_table_add()
-
-    def _parse_physical_action(self) -> list[exp.Expr]:
-        return [self._physical(self._skip_clause())]
 
     def _parse_rename_statement(self) -> exp.Alter:
         old = self._parse_table_parts(schema=True)
@@ -185,12 +187,6 @@ class OracleDdlParser(OracleParser):
         if not self._match(TokenType.INDEX):
             return None
         return self._physical("USING " + self._skip_clause(stop=_LIST_END, stop_words=CONSTRAINT_STATES))
-
-    def _parse_supplemental(self) -> exp.Expr:
-        return self._physical(self._skip_clause(stop=_LIST_END))
-
-    def _parse_physical_property_clause(self) -> exp.Property:
-        return self._physical(self._skip_clause())
 
     def _parse_unique(self) -> exp.UniqueColumnConstraint:
         # As the base parser, but USING INDEX is an index clause here, not an index type.

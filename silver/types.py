@@ -46,7 +46,8 @@ class ColumnType:
     hex_binary: bool = False
 
 
-def _ints(dt: exp.DataType) -> list[int | None]:
+def int_params(dt: exp.DataType) -> list[int | None]:
+    """A type's size parameters as integers (None where one is not a number, e.g. ``*``)."""
     out: list[int | None] = []
     for e in dt.expressions:
         text = e.sql().strip().split(" ")[0]
@@ -63,7 +64,7 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     upper = oracle.upper()
     t = dt.this
     T = exp.DataType.Type
-    args = _ints(dt)
+    args = int_params(dt)
     if upper.startswith(("INTEGER", "INT", "SMALLINT")) and not args:
         return ColumnType(oracle, "DECIMAL(38,0)")
     if t in (T.DECIMAL, T.BIGDECIMAL) or upper.startswith(("NUMBER", "NUMERIC", "DEC")):
