@@ -121,7 +121,7 @@ def typed_snapshot(spark: SparkSession, channel: Channel, path: Path, model: str
     accepted = classified.where("_bucket = 'accepted'")
     targets, _errors = _resolve_targets(channel, clients, load_dictionary(spark, channel), accepted,
                                         load_targets(spark, channel))
-    mine = [(key, groups, tdef) for key, (tdef, groups, _source) in targets.items()
+    mine = [(key, groups, tdef) for key, (tdef, groups, _source, _shape) in targets.items()
             if target_model_name(key[1], key[2]) == model]
     if not mine:
         raise ApplyError(f"snapshot {path}: no row of it reaches target {model} under the channel's rules")

@@ -520,7 +520,16 @@ class Channel:
     types: TypePolicy = field(default_factory=TypePolicy)
     tables: tuple[TableSpec, ...] = ()
     transformation_modules: tuple[str, ...] = ()
+    #: AdaptDDL actions (``silver.adaptddl.AdaptDdl``). None: one action with HVR's defaults,
+    #: so every replicated target follows its source's DDL; ``()``: targets never follow
+    #: (the source dictionary always does).
+    adapt_ddl: tuple | None = None
     source_path: Path | None = None
+
+    def adapt_actions(self) -> tuple:
+        from silver.adaptddl import AdaptDdl
+
+        return (AdaptDdl(),) if self.adapt_ddl is None else self.adapt_ddl
 
     def target_options(self, owner: str, table: str) -> TargetSpec:
         """The options of a target table (none: a replica only)."""
@@ -724,6 +733,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "targets": [],
             "dml_handlers": [],
             "transformation_modules": [],
+            "adapt_ddl": None,
         },
     )
     name = check_identifier(d["name"], "channel.name")
@@ -842,6 +852,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         raise ConfigError("transformation_modules: expected a list of Python module names (e.g. mypkg.transforms)")
     channel = Channel(
         name=name,
+        adapt_ddl=adapt_ddl_actions(d["adapt_ddl"]),
         tables=tuple(tables),
         transformation_modules=tuple(modules),
         storage=storage,
@@ -858,6 +869,42 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     )
     check_rules(channel)
     return channel
+
+
+ADAPT_DDL_KEYS = {
+    "add_table_pattern": None, "ignore_table_pattern": None, "capture_schema": None, "integrate_schema": None,
+    "on_drop_table": "DROP_FROM_CHANNEL_ONLY", "keep_existing_structure": False, "keep_old_rows": False,
+    "on_enroll_break": "REFRESH", "on_add_column_with_default": "ADD_COLUMN_WITH_EMPTY_DEFAULT",
+    "on_preserve_alter_table_fail": "CREATE_AS_SELECT",
+}
+
+
+def adapt_ddl_actions(value: Any) -> tuple | None:
+    """The channel file's ``adapt_ddl`` list (HVR's parameters in snake case) as AdaptDdl
+    actions; absent: None (the default action)."""
+    from silver.adaptddl import AdaptDdl
+
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ConfigError("adapt_ddl: expected a list of AdaptDDL actions ([] : targets never follow DDL)")
+    out = []
+    for i, item in enumerate(value):
+        where = f"adapt_ddl[{i}]"
+        a = _take(item, where, ADAPT_DDL_KEYS)
+        for k in ("add_table_pattern", "ignore_table_pattern", "capture_schema", "integrate_schema"):
+            if a[k] is not None and not isinstance(a[k], str):
+                raise ConfigError(f"{where}.{k}: expected text")
+        for k in ("capture_schema", "integrate_schema"):
+            if a[k] is not None:
+                check_identifier(a[k], f"{where}.{k}")
+        for k in ("keep_existing_structure", "keep_old_rows"):
+            a[k] = _bool(a[k], f"{where}.{k}")
+        try:
+            out.append(AdaptDdl(**a))
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from e
+    return tuple(out)
 
 
 def check_rules(channel: Channel) -> list:

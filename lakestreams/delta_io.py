@@ -18,7 +18,11 @@ def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
 
 
 def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
-    """Replace the table's content once per (app_id, version)."""
+    """Replace the table's content once per (app_id, version). A new schema may bring a
+    TIMESTAMP_NTZ column (a DDL added a DATE): Delta wants its table feature enabled first."""
+    name = table.replace("`", "")
+    if "timestamp_ntz" in df.schema.simpleString() and df.sparkSession.catalog.tableExists(name):
+        df.sparkSession.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
     (
         df.write.format("delta")
         .mode("overwrite")

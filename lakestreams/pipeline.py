@@ -20,6 +20,7 @@ from gold.plan import (
     run_plan,
     unfinished_plan,
 )
+from gold.structure import follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.rebuild import retry_explained
@@ -61,6 +62,8 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
 
 
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
+    # Gold tables take their targets' DDL first: the plan reads them with today's columns.
+    follow_targets(spark, channel, known_targets(spark, channel))
     with step("gold.plan"):
         plan = run_plan(spark, channel)
     if plan.plan_id is None:

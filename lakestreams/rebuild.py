@@ -59,7 +59,7 @@ from silver.run import (
     executed_transaction,
     finish_command,
     late_errors,
-    load_dictionary,
+    load_revisions,
     load_targets,
     released_records,
     retry_request,
@@ -253,7 +253,7 @@ def _rederive(spark: SparkSession, channel: Channel, batch: int, txns: DataFrame
     try:
         append(late_errors(mine, transactions, batch), channel.storage.table("silver", "txn_errors"),
                "silver.txn_errors.late", batch)
-        derive(spark, channel, batch, classified, clients, load_dictionary(spark, channel), result)
+        derive(spark, channel, batch, classified, clients, load_revisions(spark, channel), result)
     finally:
         classified.unpersist()
     return result

@@ -7,9 +7,13 @@ the row (``_error``); the apply plan sends the whole transaction to the error qu
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
+from lakestreams.errors import ReplicationError
 from silver.dictionary import ColumnDef, TableDef
 
 META = (
@@ -173,3 +177,72 @@ def target_model_name(owner: str, table: str) -> str:
 def change_table_name(source_database: str, owner: str, table: str) -> str:
     """``chg__dbs1_example_com__hr__regions``: one change table per source object."""
     return "chg__" + "__".join(p.lower().replace(".", "_") for p in (source_database, owner, table))
+
+
+def typed_by_revision(
+    records: DataFrame, revisions: list, structures: list[TableDef], shape, silver_batch: int, change_schema: StructType,
+) -> tuple[DataFrame, DataFrame]:
+    """Released, accepted row records of one source table, each read with the dictionary
+    revision in force at its SCN (DDL is a barrier) and laid out as the change table's
+    columns (``change_schema``: every column the table ever had, under today's names).
+
+    ``revisions``: the source table's ``silver.evolution.Revision`` list by SCN;
+    ``structures``: the target structure at each; ``shape``: the rule path's
+    transformations (source → target definition). Returns (typed change rows, txn errors
+    for rows of a dropped table)."""
+    from silver.evolution import renamed_since
+
+    cols = {f.name: f.dataType for f in change_schema["_new"].dataType.fields}
+    at = F.coalesce(F.col("scn"), F.col("commit_scn"))
+    parts, errors = [], []
+    for i, r in enumerate(revisions):
+        cond = F.lit(True)
+        if i > 0:
+            cond = cond & (at >= F.lit(r.scn))
+        if i + 1 < len(revisions):
+            cond = cond & (at < F.lit(revisions[i + 1].scn))
+        rows = records.where(cond)
+        problem = None
+        if r.status == "DROPPED":
+            problem = f"{r.table.owner}.{r.table.name} was dropped at SCN {r.scn}: a change after it has no table"
+        else:
+            try:
+                source, target = shape(r.table), shape(structures[i])
+            except ReplicationError as e:
+                problem = str(e)
+        if problem is not None:
+            errors.append(rows.select(
+                F.lit(silver_batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
+                F.lit(problem).alias("error"), F.col("raw").alias("failing_record")))
+            continue
+        later = [x for x in revisions if x.scn > r.scn]
+        now = {renamed_since(later, r.scn, n): n for n in target.column_names}
+        has = set(source.column_names)
+        typed = type_changes(rows, source, silver_batch)
+
+        def image(struct: str, now=now, has=has) -> Column:
+            return F.struct(*[
+                (F.col(f"{struct}.`{now[c]}`") if now.get(c) in has else F.lit(None)).cast(t).alias(c)
+                for c, t in cols.items()
+            ])
+
+        renames = [(old, new) for x in later for new, old in x.renames]
+
+        def present(col: str, renames=renames) -> Column:
+            if not renames:
+                return F.col(col)
+
+            def renamed(x):
+                for old, new in renames:
+                    x = F.when(x == F.lit(old), F.lit(new)).otherwise(x)
+                return x
+            return F.array_sort(F.transform(F.col(col), renamed))
+
+        parts.append(typed.select(
+            *META, image("_old").alias("_old"), image("_new").alias("_new"),
+            present("_old_present").alias("_old_present"), present("_new_present").alias("_new_present"), "_error"))
+    empty = records.sparkSession.createDataFrame(
+        [], "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, failing_record STRING")
+    if not parts:
+        raise ReplicationError("no revision of the table is in force for its changes")
+    return reduce(DataFrame.unionByName, parts), reduce(DataFrame.unionByName, errors, empty)

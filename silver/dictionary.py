@@ -199,18 +199,31 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
     return table_with_keys(owner, name, tuple(columns), tuple(keys))
 
 
+#: One row per revision of a source table (valid from ``revision_scn``). ``status``: TABLE,
+#: or DROPPED (the table is gone; DML for it is an error until it is created again).
+#: ``renames``: new name → name in the previous revision. ``target_decision``: what the
+#: AdaptDDL policy made of the target (``silver.adaptddl.Decision.target``), and
+#: ``keep_structure``: KeepExistingStructure held (dropped columns stay, types never shrink).
 DICTIONARY_DDL = """
   source_database STRING, owner STRING, table_name STRING, revision_scn BIGINT,
   columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, nullable: BOOLEAN,
-    max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN>>,
+    max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING>>,
   key_columns ARRAY<STRING>, key_kind STRING, ddl_text STRING, transaction_id STRING,
-  silver_batch BIGINT
+  silver_batch BIGINT,
+  constraints ARRAY<STRUCT<name: STRING, kind: STRING, columns: ARRAY<STRING>>>,
+  status STRING, renames MAP<STRING, STRING>, target_decision STRING, keep_structure BOOLEAN
 """
 
+#: Every DDL record, what it was understood as, the decision on the target and why, and
+#: the revision it made (``revision_scn``; NULL when the dictionary did not change).
+#: ``truncates_*``: the table whose rows it removes (TRUNCATE TABLE, or a dropped table
+#: created again): silver writes a TRUNCATE change for it at the record's SCN.
 DDL_LOG_DDL = """
   source_database STRING, transaction_id STRING, scn BIGINT, commit_scn BIGINT,
   command_type STRING, object_owner STRING, object_name STRING, ddl_text STRING,
-  outcome STRING, silver_batch BIGINT
+  outcome STRING, silver_batch BIGINT,
+  statement STRING, decision STRING, reason STRING, revision_scn BIGINT, position BIGINT,
+  commit_time TIMESTAMP, truncates_owner STRING, truncates_table STRING
 """
 
 
@@ -228,22 +241,29 @@ def table_def_to_row(t: TableDef) -> dict:
                 "max_length": c.type.max_length,
                 "empty_is_null": c.type.empty_is_null,
                 "hex_binary": c.type.hex_binary,
+                "default_sql": c.default,
             }
             for c in t.columns
         ],
         "key_columns": list(t.key_columns),
         "key_kind": t.key_kind,
+        "constraints": [{"name": n, "kind": k, "columns": list(cols)} for n, k, cols in t.constraints],
     }
 
 
 def table_def_from_row(row) -> TableDef:
-    """Inverse of :func:`table_def_to_row` for a dictionary-table Row."""
+    """Inverse of :func:`table_def_to_row` for a dictionary or target-registry Row (the
+    registry stores no defaults or constraints)."""
+    fields = row.asDict(recursive=True) if hasattr(row, "asDict") else dict(row)
     cols = tuple(
         ColumnDef(
             c["name"],
             ColumnType(c["oracle_type"], c["spark_type"], c["max_length"], c["empty_is_null"], c["hex_binary"]),
             c["nullable"],
+            c.get("default_sql"),
         )
-        for c in row["columns"]
+        for c in fields["columns"]
     )
-    return TableDef(row["owner"], row["table_name"], cols, tuple(row["key_columns"]), row["key_kind"])
+    constraints = tuple((k["name"], k["kind"], tuple(k["columns"])) for k in fields.get("constraints") or ())
+    return TableDef(fields["owner"], fields["table_name"], cols, tuple(fields["key_columns"]), fields["key_kind"],
+                    constraints)

@@ -20,9 +20,9 @@ from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, log_state
-from lakestreams.errors import DdlError, ReplicationError
+from lakestreams.errors import ReplicationError
 from lakestreams.timing import step
-from silver.changes import change_table_ddl, change_table_name, target_model_name, type_changes
+from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
 from silver.condition import is_control_record, is_ddl_lcr
 from silver.dictionary import (
     DDL_LOG_DDL,
@@ -32,6 +32,14 @@ from silver.dictionary import (
     parse_create_table,
     table_def_from_row,
     table_def_to_row,
+)
+from silver.evolution import (
+    DECLARED,
+    Revision,
+    follow_structure,
+    mark_structure,
+    read_ddl,
+    target_structures,
 )
 from silver.handlers import apply_dml_handlers
 from silver.rules import Client, build_clients, evaluate
@@ -307,59 +315,75 @@ def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> Data
 
 def _dictionary_step(
     spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
-) -> dict[tuple[str, str, str], TableDef]:
-    """Parse released DDL records (few: they grow with DDL, not rows) into the dictionary."""
+) -> dict[tuple[str, str, str], list[Revision]]:
+    """Read released DDL records (few: they grow with DDL, not rows) in SCN order into new
+    dictionary revisions, and log each with its AdaptDDL decision. The revisions before
+    this batch are the starting point, so a re-run derives the same rows."""
     rows = ddl.select(
         "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
-        "object_owner", "object_name", "ddl_text",
+        "object_owner", "object_name", "ddl_text", "current_schema", "commit_time",
     ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()
+    revisions = load_revisions(spark, channel, before_batch=batch)
+    actions = channel.adapt_actions()
     dict_rows, log_rows = [], []
     for r in rows:
-        outcome = "ignored: only CREATE TABLE is read into the dictionary so far"
-        if (r["command_type"] or "").upper() == "CREATE TABLE":
-            try:
-                t = parse_create_table(r["ddl_text"], channel.types.number_without_precision)
-                d = table_def_to_row(t)
-                d.update(
-                    source_database=r["source_database"],
-                    revision_scn=r["commit_scn"],
-                    ddl_text=r["ddl_text"],
-                    transaction_id=r["transaction_id"],
-                    silver_batch=batch,
-                )
-                dict_rows.append(d)
-                outcome = f"dictionary: {t.owner}.{t.name} ({t.key_kind} {', '.join(t.key_columns)})"
-            except DdlError as e:
-                outcome = f"error: {e}"
-        log_rows.append(
-            (r["source_database"], r["transaction_id"], r["scn"], r["commit_scn"], r["command_type"],
-             r["object_owner"], r["object_name"], r["ddl_text"], outcome, batch)
-        )
+        src, scn = r["source_database"], r["commit_scn"]
+        history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
+        read = read_ddl(history, r["ddl_text"], scn, r["object_owner"] or r["current_schema"], actions,
+                        channel.types.number_without_precision)
+        for (owner, name), rev in read.revisions:
+            revisions.setdefault((src, owner, name), []).append(rev)
+            d = table_def_to_row(rev.table)
+            d.update(
+                owner=owner, table_name=name, source_database=src, revision_scn=rev.scn, ddl_text=r["ddl_text"],
+                transaction_id=r["transaction_id"], silver_batch=batch, status=rev.status,
+                renames=dict(rev.renames), target_decision=rev.decision, keep_structure=rev.keep_structure,
+            )
+            dict_rows.append(d)
+        made = ", ".join(f"{o}.{n} {rev.status.lower()} at SCN {rev.scn}" for (o, n), rev in read.revisions)
+        outcome = f"{read.decision}: {read.reason}" + (f" (dictionary: {made})" if made else "")
+        log_rows.append((
+            src, r["transaction_id"], r["scn"], r["commit_scn"], r["command_type"], r["object_owner"],
+            r["object_name"], r["ddl_text"], outcome, batch, read.statement, read.decision, read.reason,
+            scn if read.revisions else None, r["position"], r["commit_time"],
+            *(read.truncates or (None, None)),
+        ))
     if dict_rows:
-        df = spark.createDataFrame(dict_rows, DICTIONARY_DDL)
-        append(df, _t(channel, "dictionary"), "silver.dictionary", batch)
+        append(spark.createDataFrame(dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
     if log_rows:
         append(spark.createDataFrame(log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
-    return load_dictionary(spark, channel)
+    return revisions
+
+
+def load_revisions(
+    spark: SparkSession, channel: Channel, before_batch: int | None = None
+) -> dict[tuple[str, str, str], list[Revision]]:
+    """Every revision of every source table by SCN, keyed by (source_database, owner,
+    table); ``before_batch``: only those earlier batches made. Tables the channel file
+    declares serve (as a first revision) until a CREATE TABLE record says otherwise.
+    Metadata: the rows grow with DDL, not with changes."""
+    table = spark.table(_t(channel, "dictionary").replace("`", ""))
+    if before_batch is not None:
+        table = table.where(F.col("silver_batch") < F.lit(before_batch))
+    out: dict[tuple[str, str, str], list[Revision]] = {}
+    for r in table.orderBy("revision_scn", "silver_batch").collect():
+        out.setdefault((r["source_database"], r["owner"], r["table_name"]), []).append(Revision(
+            r["revision_scn"], table_def_from_row(r), r["status"] or "TABLE",
+            tuple(sorted((r["renames"] or {}).items())), r["target_decision"] or "ADD", bool(r["keep_structure"]),
+        ))
+    for key, t in declared_tables(channel).items():
+        out.setdefault(key, [Revision(-1, t, decision=DECLARED)])
+    return out
 
 
 def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, str, str], TableDef]:
-    """Latest revision of every source table, keyed by (source_database, owner, table)."""
-    w = Window.partitionBy("source_database", "owner", "table_name").orderBy(
-        F.col("revision_scn").desc(), F.col("silver_batch").desc()
-    )
-    # One row per source table: the dictionary is metadata and grows with tables.
-    latest = (
-        spark.table(_t(channel, "dictionary").replace("`", ""))
-        .withColumn("_n", F.row_number().over(w))
-        .where("_n = 1")
-        .collect()
-    )
-    out = {(r["source_database"], r["owner"], r["table_name"]): table_def_from_row(r) for r in latest}
-    # Tables defined in the channel file serve until a CREATE TABLE record says otherwise.
-    for key, t in declared_tables(channel).items():
-        out.setdefault(key, t)
-    return out
+    """The target structure (before transformations) of every table the source has now,
+    keyed by (source_database, owner, table)."""
+    return {
+        key: target_structures(revs)[-1]
+        for key, revs in load_revisions(spark, channel).items()
+        if revs[-1].status == "TABLE"
+    }
 
 
 def declared_tables(channel: Channel) -> dict[tuple[str, str, str], TableDef]:
@@ -371,12 +395,23 @@ def declared_tables(channel: Channel) -> dict[tuple[str, str, str], TableDef]:
     return out
 
 
-def create_change_table(spark: SparkSession, channel: Channel, name: str, table: TableDef) -> str:
+def create_change_table(
+    spark: SparkSession, channel: Channel, name: str, table: TableDef, revisions: list[Revision] | None = None,
+    batch: int = 0,
+) -> str:
+    """The change table of a target, created with ``table``'s columns or made to follow
+    them (``revisions``: its source table's, for renames). A change table keeps every
+    column it ever had: a dropped column stops being filled."""
     qualified = _t(channel, name)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {qualified} ({change_table_ddl(table)}) USING DELTA "
-        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')"
-    )
+    if not spark.catalog.tableExists(qualified.replace("`", "")):
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {qualified} ({change_table_ddl(table)}) USING DELTA "
+            "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')"
+        )
+        if revisions:
+            mark_structure(spark, qualified, revisions[-1].scn)
+    elif revisions:
+        follow_structure(spark, qualified, table, revisions, f"silver.{name}", ("_old", "_new"))
     return qualified
 
 
@@ -459,13 +494,19 @@ def _any_group(groups: list[tuple]) -> F.Column:
     return cond
 
 
-def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame, registry: list):
+def _resolve_targets(
+    channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame, registry: list,
+    earlier: dict | None = None,
+):
     """Target structure per (source database, target table): the source definition with
     the transformations of the rules that kept the rows. Few rows: one per rule path.
+    ``earlier``: per source table, its earlier target structures (DDL revisions); a
+    registered structure that is one of them changed by DDL, and the tables follow.
 
     A path is refused (its transactions go to the error queue) when its target name is
     not a plain name, when its change table or gold table would be shared with another
-    target or source table, or when its structure differs from what that table holds."""
+    target or source table, or when its structure differs from what that table holds for
+    another reason than DDL (a changed rule or key)."""
     by_type = {c.streams_type: c for c in clients}
     substitute_keys = {(k.owner, k.table): k.columns for k in channel.keys}
     policy = channel.types.number_without_precision
@@ -475,18 +516,9 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
     paths = [tuple(r) for r in accepted.select(*_GROUP).distinct().collect()]
     targets: dict[tuple[str, str, str], tuple] = {}
     errors: list[tuple[list[tuple], str]] = []
-    for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
-        src, sowner, sname, owner, name, cap_rule, app_rule = g
-        source = dictionary.get((src, sowner, sname))
-        if source is None:
-            errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
-                                "(no CREATE TABLE record seen)"))
-            continue
-        if not all(isinstance(n, str) and SAFE_NAME.fullmatch(n) for n in (owner, name)):
-            errors.append(([g], f"a transformation named the target of {sowner}.{sname} {owner!r}.{name!r}, "
-                                "which is not a plain name"))
-            continue
-        try:
+
+    def shaper(owner: str, name: str, cap_rule: str | None, app_rule: str | None):
+        def shape(source: TableDef) -> TableDef:
             tdef = source
             for t, rule in (("capture", cap_rule), ("apply", app_rule)):
                 c = by_type.get(t)
@@ -503,21 +535,40 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
                         f"(columns: {', '.join(names)})"
                     )
                 tdef = dataclasses.replace(tdef, key_columns=substitute, key_kind="SUBSTITUTE KEY")
+            return tdef
+        return shape
+
+    for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
+        src, sowner, sname, owner, name, cap_rule, app_rule = g
+        source = dictionary.get((src, sowner, sname))
+        if source is None:
+            errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
+                                "(no CREATE TABLE record seen)"))
+            continue
+        if not all(isinstance(n, str) and SAFE_NAME.fullmatch(n) for n in (owner, name)):
+            errors.append(([g], f"a transformation named the target of {sowner}.{sname} {owner!r}.{name!r}, "
+                                "which is not a plain name"))
+            continue
+        shape = shaper(owner, name, cap_rule, app_rule)
+        try:
+            tdef = shape(source)
+            before = [shape(t) for t in (earlier or {}).get((src, sowner, sname), [])]
         except ReplicationError as e:
             errors.append(([g], str(e)))
             continue
         key, cname, model = (src, owner, name), change_table_name(src, owner, name), target_model_name(owner, name)
         problem = None
         held = known_tables.get(cname)
+        by_ddl = held is not None and held[3] in before
         if held is not None and held[:3] != (src, sowner, sname):
             problem = f"change table {cname} already holds {held[1]}.{held[2]} from {held[0]}"
-        elif held is not None and held[3] != tdef:
+        elif held is not None and held[3] != tdef and not by_ddl:
             problem = (f"{owner}.{name} from {src} now has another structure (columns or key) than its change table "
-                       f"{cname}: a changed rule or key takes effect through `lakestreams rebuild {owner}.{name}`; "
-                       "source DDL waits for DDL evolution")
+                       f"{cname}: a changed rule or key takes effect through `lakestreams rebuild {owner}.{name}`")
         elif model in known_models and known_models[model][0] != (owner, name):
             problem = f"gold table {model} already replicates {'.'.join(known_models[model][0])}"
-        elif model in known_models and known_models[model][1] != tdef:
+        elif model in known_models and known_models[model][1] != tdef and not (
+                by_ddl and known_models[model][1] == held[3]):
             problem = f"{owner}.{name} from {src} has another structure than gold table {model} has from another source"
         elif key in targets and (targets[key][0] != tdef or targets[key][2] != (sowner, sname)):
             problem = (f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from another "
@@ -528,7 +579,7 @@ def _resolve_targets(channel: Channel, clients: list[Client], dictionary: dict, 
         if key in targets:
             targets[key][1].append(g)
         else:
-            targets[key] = (tdef, [g], (sowner, sname))
+            targets[key] = (tdef, [g], (sowner, sname), shape)
             known_tables[cname] = (src, sowner, sname, tdef)
             known_models[model] = ((owner, name), tdef)
     return targets, errors
@@ -550,7 +601,7 @@ def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, 
 
 def derive(
     spark: SparkSession, channel: Channel, batch: int, classified: DataFrame, clients: list[Client],
-    dictionary: dict[tuple[str, str, str], TableDef], result: SilverResult,
+    revisions: dict[tuple[str, str, str], list[Revision]], result: SilverResult,
 ) -> None:
     """What silver writes for classified records, but the dictionary: rule outcomes, change
     tables and their registry rows, transaction errors and bucket outcomes, all as ``batch``."""
@@ -568,14 +619,21 @@ def derive(
     ]
     registry = load_targets(spark, channel)
     handled: list[DataFrame] = []
-    targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry)
-    for (src, owner, name), (tdef, groups, source) in sorted(targets.items()):
+    structures = {k: target_structures(revs) for k, revs in revisions.items()}
+    dictionary = {k: structures[k][-1] for k, revs in revisions.items() if revs[-1].status == "TABLE"}
+    earlier = {k: structures[k][:-1] for k in dictionary}
+    targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry, earlier)
+    for (src, owner, name), (tdef, groups, source, shape) in sorted(targets.items()):
         cname = change_table_name(src, owner, name)
-        qualified = create_change_table(spark, channel, cname, tdef)
-        rows = accepted.where(_any_group(groups) & ~misfit)
+        revs = revisions[(src, *source)]
+        qualified = create_change_table(spark, channel, cname, tdef, revs, batch)
+        rows = accepted.where(_any_group(groups) & ~misfit).select(*CHANGE_INPUT).unionByName(
+            truncations(spark, channel, batch, src, source))
+        segments, dropped = typed_by_revision(rows, revs, structures[(src, *source)], shape, batch,
+                                              spark.table(qualified.replace("`", "")).schema)
+        errors.append(dropped)
         typed, consumed = apply_dml_handlers(
-            type_changes(rows, tdef, batch), [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)],
-            tdef)
+            segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
         if consumed is not None:
@@ -626,6 +684,26 @@ def derive(
     )
     with step("silver.outcomes"):
         append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+
+
+#: The record columns a change table is made from (``silver.changes.typed_by_revision``).
+CHANGE_INPUT = ("source_database", "transaction_id", "scn", "commit_scn", "commit_time", "position", "command_type",
+                "tag", "_migrated_from", "old_values", "new_values", "raw")
+
+
+def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, table: tuple[str, str]) -> DataFrame:
+    """A TRUNCATE change per DDL record of ``batch`` that removes the rows of ``table``
+    (TRUNCATE TABLE; a dropped table created again), at the record's SCN."""
+    return spark.table(_t(channel, "ddl_log").replace("`", "")).where(
+        (F.col("silver_batch") == F.lit(batch)) & (F.col("source_database") == F.lit(src))
+        & (F.col("truncates_owner") == F.lit(table[0])) & (F.col("truncates_table") == F.lit(table[1]))
+    ).select(
+        # At the DDL's commit SCN: the SCN its revision is valid from.
+        "source_database", "transaction_id", F.col("commit_scn").alias("scn"), "commit_scn", "commit_time", "position",
+        F.lit("TRUNCATE").alias("command_type"), F.lit(None).cast("string").alias("tag"),
+        F.lit(None).cast("string").alias("_migrated_from"), F.lit(None).cast("variant").alias("old_values"),
+        F.lit(None).cast("variant").alias("new_values"), F.col("ddl_text").alias("raw"),
+    )
 
 
 def snapshot_misfits(landings: list[str]) -> Column:
@@ -683,8 +761,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     classified = classify(released, clients).persist()
     try:
         with step("silver.dictionary"):
-            dictionary = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
-        derive(spark, channel, batch, classified, clients, dictionary, result)
+            revisions = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        derive(spark, channel, batch, classified, clients, revisions, result)
     finally:
         classified.unpersist()
         released_txns.unpersist()

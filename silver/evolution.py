@@ -1,0 +1,429 @@
+"""Dictionary revisions from DDL records, the target structure they give, and how a Delta
+table follows.
+
+Every DDL record of the source makes (at most) one new revision of a table's dictionary
+entry, valid from the record's commit SCN (``Revision``). ``read_ddl`` does that for one
+record, whatever the rules decide, and asks the AdaptDDL policy (``silver.adaptddl``)
+what the target does; ``target_structures`` folds those decisions into the structure the
+target has at each revision (HVR's KeepExistingStructure keeps dropped columns and never
+shrinks a type). DML is read with the revision in force at its SCN: DDL is a barrier.
+
+A Delta table (a silver change table or a gold table) follows a new structure with
+metadata only where Delta can: renames through column mapping, new columns, type
+widening; ``column_changes`` says which. A type Delta cannot change in place rewrites the
+table. All pure but ``follow_structure``, which runs the few DDL statements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import reduce
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from lakestreams.errors import DdlError
+from silver.adaptddl import AdaptDdl, Decision, adapt, table_to_add, type_change
+from silver.ddl import DdlStatement, RenameColumn, RenameTable, evolve, parse_ddl
+from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
+
+#: Decisions after which the target takes the source's new structure.
+FOLLOWING = ("ALTER", "REFRESH", "ADD")
+#: The decision of a table's first revision when the channel file declares it.
+DECLARED = "DECLARED"
+#: Table property of a Delta table: the SCN of the revision its structure follows.
+STRUCTURE_PROPERTY = "lakestreams.structure_scn"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A source table's structure from ``scn`` on. ``renames``: (new, previous name)."""
+
+    scn: int
+    table: TableDef
+    status: str = "TABLE"  # TABLE | DROPPED
+    renames: tuple[tuple[str, str], ...] = ()
+    decision: str = "ADD"
+    keep_structure: bool = False
+
+
+@dataclass(frozen=True)
+class DdlReading:
+    """What one DDL record was understood as, and what it did."""
+
+    statement: str  # CREATE TABLE, ALTER TABLE, …, IGNORED VIEW, or ERROR
+    decision: str  # the target's: IGNORE, ALTER, REFRESH, ADD, DROP, TRUNCATE, FAIL, or ERROR
+    reason: str
+    revisions: tuple[tuple[tuple[str, str], Revision], ...] = ()  # ((owner, table), revision)
+    truncates: tuple[str, str] | None = None  # the table whose rows it removes, if any
+
+
+def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
+    """The AdaptDDL action covering tables of ``owner``: the first whose CaptureSchema is
+    that owner (case-insensitive) or that has none."""
+    for a in actions:
+        if a.capture_schema is None or a.capture_schema.lower() == owner.lower():
+            return a
+    return None
+
+
+def _latest(history: dict, key: tuple[str, str]) -> Revision | None:
+    revs = history.get(key)
+    return revs[-1] if revs else None
+
+
+def read_ddl(
+    history: dict[tuple[str, str], list[Revision]], text: str, scn: int, default_owner: str | None,
+    actions: tuple[AdaptDdl, ...], number_policy: str = "decimal",
+) -> DdlReading:
+    """One DDL record of one source database against its tables' revisions (``history``,
+    (owner, table) → revisions by SCN; not modified). A record that cannot be read, or
+    that names a table the dictionary does not hold, is an ERROR reading with the reason."""
+    try:
+        stmt = parse_ddl(text, number_policy)
+    except DdlError as e:
+        return DdlReading("ERROR", "ERROR", str(e))
+    if stmt.kind == "IGNORED":
+        return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
+    owner = stmt.owner or default_owner
+    if owner is None:
+        return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema")
+    key = (owner, stmt.name)
+    before = _latest(history, key)
+    live = before if before is not None and before.status == "TABLE" else None
+    live_tables = [k for k, revs in history.items() if revs and revs[-1].status == "TABLE"]
+    action = action_for(actions, owner)
+    last = live is not None and live_tables == [key]
+
+    def decide(s: DdlStatement, prior: Revision | None, in_channel: bool) -> Decision:
+        added = table_to_add(actions, owner, s.name, owner) if s.name else None
+        if action is None and added is None and prior is None and s.kind.startswith("CREATE"):
+            # A table new to the dictionary always gets a first target structure.
+            return Decision("ADD", "a new table: its first structure")
+        return adapt(s, action, prior.table if prior else None, in_channel, last, added)
+
+    if stmt.kind == "CREATE TABLE":
+        if live is not None and live.decision == DECLARED:  # the record replaces the declaration
+            before = live = None
+        if live is not None:
+            return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} exists already (no DROP TABLE before)")
+        table = replace(stmt.table, owner=owner) if stmt.table.owner != owner else stmt.table
+        d = decide(stmt, None, before is not None)
+        if before is None and d.target == "IGNORE":
+            d = Decision("ADD", f"a new table: its first structure ({d.reason})")
+        rev = Revision(scn, table, decision=d.target, keep_structure=_keep(action))
+        # Created again after a DROP: the new table is empty, so is its target from here on.
+        return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),), key if before is not None else None)
+    if stmt.kind == "CREATE TABLE AS SELECT":
+        return DdlReading(stmt.kind, "ERROR", f"CREATE TABLE {owner}.{stmt.name} AS SELECT does not state its columns: "
+                          "land its CREATE TABLE form or declare it in the channel file's tables")
+    if live is None:
+        gone = " (it was dropped)" if before is not None else ""
+        return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} is not in the source dictionary{gone}")
+    if stmt.kind in ("TRUNCATE TABLE", "DROP TABLE"):
+        d = decide(stmt, live, True)
+        if stmt.kind == "TRUNCATE TABLE":
+            return DdlReading(stmt.kind, d.target, _why(d), truncates=key)
+        rev = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
+        return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),))
+    try:
+        table = evolve(live.table, stmt)  # first: a statement the table cannot take is an error
+    except DdlError as e:
+        return DdlReading(stmt.kind, "ERROR", str(e))
+    d = decide(stmt, live, True)
+    renames = tuple((a.new, a.old) for a in stmt.actions if isinstance(a, RenameColumn))
+    if any(isinstance(a, RenameTable) for a in stmt.actions):
+        new_key = (table.owner, table.name)
+        if _latest(history, new_key) is not None and _latest(history, new_key).status == "TABLE":
+            return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already")
+        dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
+        created = Revision(scn, table, decision="ADD", keep_structure=_keep(action))
+        return DdlReading("RENAME TABLE", d.target, _why(d) + f"; the rows continue as {new_key[0]}.{new_key[1]}",
+                          ((key, dropped), (new_key, created)))
+    if table == live.table and not renames and table.constraints == live.table.constraints and all(
+            c.default == o.default for c, o in zip(table.columns, live.table.columns, strict=True)):
+        return DdlReading(stmt.kind, d.target, _why(d) + "; the table's structure is unchanged")
+    rev = Revision(scn, table, renames=renames, decision=d.target, keep_structure=_keep(action))
+    return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),))
+
+
+def _keep(action: AdaptDdl | None) -> bool:
+    return bool(action and action.keep_existing_structure)
+
+
+def _why(d: Decision) -> str:
+    return d.reason + "".join(f"; warning: {w}" for w in d.warnings)
+
+
+def forward(renames: tuple[tuple[str, str], ...], name: str) -> str:
+    """``name`` in a revision → its name in the next one."""
+    for new, old in renames:
+        if old == name:
+            return new
+    return name
+
+
+def renamed_since(revisions: list[Revision], scn: int, name: str) -> str:
+    """A column's name after the revisions above ``scn`` (those renames applied in order)."""
+    for r in revisions:
+        if r.scn > scn:
+            name = forward(r.renames, name)
+    return name
+
+
+def target_structures(revisions: list[Revision]) -> list[TableDef]:
+    """The target's structure at each revision: the source's when the decision follows it
+    (keeping dropped columns and larger types under KeepExistingStructure), else the
+    previous target's (names follow no rename then)."""
+    out: list[TableDef] = []
+    for r in revisions:
+        prev = out[-1] if out else None
+        if prev is None or prev_declared(revisions, len(out)):
+            out.append(r.table)
+        elif r.decision not in FOLLOWING:
+            out.append(prev)
+        elif not r.keep_structure:
+            out.append(r.table)
+        else:
+            out.append(_kept(prev, r))
+    return out
+
+
+def prev_declared(revisions: list[Revision], i: int) -> bool:
+    return i > 0 and revisions[i - 1].decision == DECLARED
+
+
+def _kept(prev: TableDef, r: Revision) -> TableDef:
+    cols = list(r.table.columns)
+    names = {c.name for c in cols}
+    for c in prev.columns:
+        n = forward(r.renames, c.name)
+        if n not in names:  # dropped at the source: stays in the target, NULL from now on
+            cols.append(replace(c, name=n, nullable=True))
+            continue
+        i = next(i for i, x in enumerate(cols) if x.name == n)
+        if type_change(c.type, cols[i].type) == "NARROW":
+            cols[i] = replace(cols[i], type=c.type)
+    return replace(r.table, columns=tuple(cols))
+
+
+# --- how a Delta table follows a structure -------------------------------------------
+
+_INTEGRAL = {"TINYINT": 1, "SMALLINT": 2, "INT": 3, "BIGINT": 4}
+
+
+def _decimal(t: str) -> tuple[int, int] | None:
+    t = t.upper().replace(" ", "")
+    if t.startswith("DECIMAL(") and t.endswith(")"):
+        p, s = t[8:-1].split(",")
+        return int(p), int(s)
+    return None
+
+
+def spark_change(old: str, new: str) -> str:
+    """SAME; WIDEN (Delta type widening changes it in place); KEEP (``new`` is narrower and
+    fits in ``old``: history keeps the larger type); REWRITE (another type).
+
+    >>> [spark_change(a, b) for a, b in (("INT", "BIGINT"), ("BIGINT", "INT"), ("DECIMAL(8,2)", "STRING"))]
+    ['WIDEN', 'KEEP', 'REWRITE']
+    """
+    o, n = old.upper().replace(" ", ""), new.upper().replace(" ", "")
+    if o == n:
+        return "SAME"
+    if o in _INTEGRAL and n in _INTEGRAL:
+        return "WIDEN" if _INTEGRAL[n] > _INTEGRAL[o] else "KEEP"
+    od, nd = _decimal(o), _decimal(n)
+    if o in _INTEGRAL and nd is not None:
+        digits = {1: 3, 2: 5, 3: 10, 4: 20}[_INTEGRAL[o]]
+        return "WIDEN" if nd[0] - nd[1] >= digits else "REWRITE"
+    if o in _INTEGRAL and n == "DOUBLE":
+        return "WIDEN"
+    if od is not None and nd is not None:
+        if nd[0] - nd[1] >= od[0] - od[1] and nd[1] >= od[1]:
+            return "WIDEN"
+        if od[0] - od[1] >= nd[0] - nd[1] and od[1] >= nd[1]:
+            return "KEEP"
+        return "REWRITE"
+    if nd is not None and n and o == "DOUBLE":
+        return "REWRITE"
+    if o == "FLOAT" and n == "DOUBLE":
+        return "WIDEN"
+    if o == "DATE" and n == "TIMESTAMP_NTZ":
+        return "WIDEN"
+    if od is not None and n in _INTEGRAL and od[1] == 0:
+        return "KEEP" if od[0] >= {1: 3, 2: 5, 3: 10, 4: 19}[_INTEGRAL[n]] else "REWRITE"
+    return "REWRITE"
+
+
+@dataclass(frozen=True)
+class ColumnChanges:
+    """What makes a table's value columns (``current``: name → Spark type) those of
+    ``wanted``: renames first, then added columns, widened types, types kept larger, types
+    that need a rewrite, and (``drop``) columns to remove."""
+
+    renames: tuple[tuple[str, str], ...] = ()  # (old, new)
+    added: tuple[ColumnDef, ...] = ()
+    widened: tuple[tuple[str, str], ...] = ()  # (column, new Spark type)
+    rewritten: tuple[tuple[str, str], ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped)
+
+
+def column_changes(
+    current: dict[str, str], wanted: TableDef, renames: list[tuple[str, str]], drop: bool = False
+) -> ColumnChanges:
+    """``renames``: (old, new) in order, those the table may not have made yet (one whose
+    old name is gone and new name present was made: a re-run makes nothing twice).
+    ``drop``: remove columns ``wanted`` does not have (gold); silver keeps them."""
+    cur = dict(current)
+    done: list[tuple[str, str]] = []
+    for old, new in renames:
+        if old in cur and new not in cur:
+            cur = {(new if k == old else k): v for k, v in cur.items()}
+            done.append((old, new))
+    added, widened, rewritten = [], [], []
+    for c in wanted.columns:
+        if c.name not in cur:
+            added.append(c)
+            continue
+        change = spark_change(cur[c.name], c.type.spark)
+        if change == "WIDEN":
+            widened.append((c.name, c.type.spark))
+        elif change == "REWRITE" or (change == "KEEP" and drop):
+            rewritten.append((c.name, c.type.spark))
+    dropped = tuple(n for n in cur if drop and n not in wanted.column_names)
+    return ColumnChanges(tuple(done), tuple(added), tuple(widened), tuple(rewritten), dropped)
+
+
+def _q(name: str) -> str:
+    if not SAFE_NAME.fullmatch(name):  # names come from the dictionary, checked there
+        raise DdlError(f"column name {name!r} is refused")
+    return f"`{name}`"
+
+
+def structure_scn(spark: SparkSession, table: str) -> int:
+    """The revision SCN a Delta table's structure follows (-1: not recorded)."""
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}  # metadata rows
+    value = props.get(STRUCTURE_PROPERTY)
+    return int(value) if value is not None and value.lstrip("-").isdigit() else -1
+
+
+def mark_structure(spark: SparkSession, table: str, scn: int) -> None:
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{STRUCTURE_PROPERTY}' = '{int(scn)}')")
+
+
+def alter_statements(table: str, changes: ColumnChanges, fields: tuple[str, ...] = ("",)) -> list[str]:
+    """The ALTER TABLE statements for ``changes`` on a table whose value columns are
+    top-level (``fields`` = ("",)) or fields of structs (``("_old.", "_new.")``). Rewrites
+    are not among them (``rewrite``)."""
+    out = []
+    for old, new in changes.renames:
+        out += [f"ALTER TABLE {table} RENAME COLUMN {f}{_q(old)} TO {_q(new)}" for f in fields]
+    if changes.added:
+        cols = ", ".join(f"{f}{_q(c.name)} {c.type.spark}" for c in changes.added for f in fields)
+        out.append(f"ALTER TABLE {table} ADD COLUMNS ({cols})")
+    for name, spark_type in changes.widened:
+        out += [f"ALTER TABLE {table} ALTER COLUMN {f}{_q(name)} TYPE {spark_type}" for f in fields]
+    if changes.dropped:
+        out.append(f"ALTER TABLE {table} DROP COLUMNS ({', '.join(_q(n) for n in changes.dropped)})")
+    return out
+
+
+def value_types(schema: StructType, struct: str | None) -> dict[str, str]:
+    """Name → Spark SQL type of a table's value columns: the fields of ``struct``, or the
+    top-level columns not starting with ``_`` (lakestreams' own)."""
+    fields = schema[struct].dataType.fields if struct else [f for f in schema.fields if not f.name.startswith("_")]
+    return {f.name: f.dataType.simpleString().upper() for f in fields}
+
+
+def rewrite_casts(schema: StructType, changes: ColumnChanges, struct_fields: tuple[str, ...]) -> list:
+    """Select list that casts the rewritten columns (top-level or inside ``struct_fields``)."""
+    types = dict(changes.rewritten)
+    cols = []
+    for f in schema.fields:
+        if f.name in struct_fields:
+            inner = [
+                (F.col(f"{f.name}.{_q(x.name)}").cast(types[x.name]) if x.name in types
+                 else F.col(f"{f.name}.{_q(x.name)}")).alias(x.name)
+                for x in f.dataType.fields
+            ]
+            cols.append(F.when(F.col(f.name).isNotNull(), F.struct(*inner)).alias(f.name))
+        elif f.name in types:
+            cols.append(F.col(_q(f.name)).cast(types[f.name]).alias(f.name))
+        else:
+            cols.append(F.col(f.name))  # lakestreams' own columns and untouched values
+    return cols
+
+
+def unconverted(schema: StructType, changes: ColumnChanges, struct_fields: tuple[str, ...]):
+    """A condition true on a row where a rewritten value does not convert (non-NULL in,
+    NULL out): dbt turns ANSI mode off, so a failed cast would be silent."""
+    cond = F.lit(False)
+    for name, t in changes.rewritten:
+        for col in ([f"{s}.{_q(name)}" for s in struct_fields] or [_q(name)]):
+            cond = cond | (F.col(col).isNotNull() & F.expr(f"try_cast({col} AS {t})").isNull())
+    return cond
+
+
+def renames_since(revisions: list[Revision], scn: int) -> list[tuple[str, str]]:
+    """(old, new) of the renames of the revisions above ``scn``, in order."""
+    return [(old, new) for r in revisions if r.scn > scn for new, old in r.renames]
+
+
+def follow_structure(
+    spark: SparkSession, table: str, wanted: TableDef, revisions: list[Revision], app_id: str,
+    struct_fields: tuple[str, ...] = (), drop: bool = False,
+) -> ColumnChanges:
+    """Make the Delta table ``table`` (a Storage.table name) hold ``wanted``'s columns:
+    renames (column mapping), new columns, widened types in place, then one rewrite for
+    the types Delta cannot change (a value that does not convert stops it with an error),
+    and (``drop``) columns ``wanted`` lacks are dropped. ``struct_fields``: the structs
+    holding the value columns (a change table's ``_old``/``_new``), else top-level columns
+    not starting with ``_``. The table records the revision it follows, so a re-run (or a
+    table that follows already) changes nothing. Metadata work but for a rewrite."""
+    from delta.tables import DeltaTable
+
+    from lakestreams.delta_io import overwrite
+
+    if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
+        return ColumnChanges()
+    last = revisions[-1].scn
+    since = structure_scn(spark, table)
+    if since >= last:
+        return ColumnChanges()
+    schema = spark.table(table.replace("`", "")).schema
+    renames = renames_since(revisions, since)
+    changes = column_changes(value_types(schema, struct_fields[-1] if struct_fields else None), wanted, renames, drop)
+    if any(c.type.spark == "TIMESTAMP_NTZ" for c in changes.added) or any(
+            t == "TIMESTAMP_NTZ" for _, t in changes.widened + changes.rewritten):
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
+    for statement in alter_statements(table, changes, tuple(f"{s}." for s in struct_fields) or ("",)):
+        spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
+    present = [p for p in ("_old_present", "_new_present") if p in schema.fieldNames()]
+    if renames and present:
+        # Presence lists of earlier rows name columns as they were called then.
+        olds = F.array(*[F.lit(o) for o, _ in renames])
+
+        def renamed(x):
+            out = x
+            for old, new in renames:
+                out = F.when(out == F.lit(old), F.lit(new)).otherwise(out)
+            return out
+
+        cond = reduce(lambda a, b: a | b, [F.arrays_overlap(F.col(p), olds) for p in present])
+        DeltaTable.forName(spark, table.replace("`", "")).update(
+            cond, {p: F.transform(F.col(p), renamed) for p in present})
+    if changes.rewritten:
+        current = spark.table(table.replace("`", ""))
+        bad = current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count()  # 0 or 1
+        if bad:
+            what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
+            raise DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
+        # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
+        overwrite(current.select(*rewrite_casts(current.schema, changes, struct_fields)), table,
+                  f"{app_id}.rewrite", last)
+    mark_structure(spark, table, last)
+    return changes

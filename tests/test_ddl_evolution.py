@@ -1,0 +1,214 @@
+"""DDL records change the source dictionary and, by the AdaptDDL decision, the target:
+records in, change tables, gold tables and the DDL log out. DDL is a barrier: rows
+before and after a DDL in one batch are each read with their own revision."""
+
+from __future__ import annotations
+
+from conftest import make_channel, write_lines
+from records import Txn
+
+from lakestreams.pipeline import run_pipeline
+from silver.changes import change_table_name
+from silver.evolution import STRUCTURE_PROPERTY, structure_scn
+
+SRC = "DBS1.EXAMPLE.COM"
+EMP_DDL = ("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+           "CONSTRAINT emp_pk PRIMARY KEY (id))")
+
+
+def ddl(txid: str, scn: int, text: str, verb: str = "ALTER TABLE", name: str = "EMP") -> list[dict]:
+    t = Txn(txid, scn).ddl(text, name=name)
+    t.records[0]["command_type"] = verb
+    return t.commit()
+
+
+def ins(txid: str, scn: int, row: dict) -> list[dict]:
+    return Txn(txid, scn).row("INSERT", "EMP", new=row).commit()
+
+
+def upd(txid: str, scn: int, key: int, new: dict) -> list[dict]:
+    return Txn(txid, scn).row("UPDATE", "EMP", old={"ID": key}, new=new).commit()
+
+
+def gold(spark, ch, table: str = "hr__emp") -> dict:
+    df = spark.table(ch.storage.table("gold", table).replace("`", ""))
+    values = sorted(c for c in df.columns if not c.startswith("_"))
+    return {"columns": values, "rows": {tuple(r[c] for c in values) for r in df.collect()}}
+
+
+def gold_type(spark, ch, column: str, table: str = "hr__emp") -> str:
+    return spark.table(ch.storage.table("gold", table).replace("`", "")).schema[column].dataType.simpleString()
+
+
+def change_fields(spark, ch, name: str = "EMP") -> dict[str, str]:
+    t = ch.storage.table("silver", change_table_name(SRC, "HR", name)).replace("`", "")
+    return {f.name: f.dataType.simpleString() for f in spark.table(t).schema["_new"].dataType.fields}
+
+
+def ddl_log(spark, ch) -> list[tuple]:
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).orderBy("commit_scn")
+    return [(r["commit_scn"], r["statement"], r["decision"]) for r in log.collect()]
+
+
+def queue(spark, ch) -> dict[str, str]:
+    q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
+    return {r["transaction_id"]: r["error"] for r in q.collect()}
+
+
+def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        # EMAIL before the ADD: the dictionary in force does not know it.
+        *ins("t2", 125, {"ID": 9, "NAME": "early", "EMAIL": "x@y"}),
+        *ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+        *ins("t3", 140, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
+        *upd("t4", 150, 1, {"ID": 1, "EMAIL": "ann@x"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {
+        "columns": ["CODE", "EMAIL", "ID", "NAME"],
+        "rows": {(7, "ann@x", 1, "ann"), (None, "bob@x", 2, "bob")},
+    }
+    assert "EMAIL" in change_fields(spark, ch)
+    assert "column(s) not in the source dictionary of HR.EMP: EMAIL" in queue(spark, ch)["t2"]
+    assert ddl_log(spark, ch) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
+    # A re-run finds nothing new and changes nothing.
+    before = gold(spark, ch)
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == before
+
+
+def test_rename_with_rows_on_both_sides_renames_in_place(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
+        *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
+        *ins("t3", 220, {"ID": 2, "FULL_NAME": "bob", "CODE": 8}),
+        *upd("t4", 230, 1, {"ID": 1, "CODE": 9}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {(8, "bob", 2), (9, "anna", 1)}}
+    fields = change_fields(spark, ch)
+    assert "FULL_NAME" in fields and "NAME" not in fields
+    # The history written before the rename names the column by its new name too.
+    t = ch.storage.table("silver", change_table_name(SRC, "HR", "EMP")).replace("`", "")
+    first = spark.table(t).where("_transaction_id = 't1'").first()
+    assert first["_new"]["FULL_NAME"] == "ann" and "FULL_NAME" in first["_new_present"]
+    assert structure_scn(spark, ch.storage.table("gold", "hr__emp")) == 210
+    assert STRUCTURE_PROPERTY.startswith("lakestreams.")
+
+
+def test_widening_varchar2_and_number_is_in_place(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+    ])
+    run_pipeline(spark, ch)
+    gold_table = ch.storage.table("gold", "hr__emp").replace("`", "")
+    version = spark.sql(f"DESCRIBE HISTORY {gold_table} LIMIT 1").first()["version"]
+    write_lines(ch, "src", "f2.jsonl", [
+        *ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (name VARCHAR2(40), code NUMBER(12))"),
+        *ins("t2", 210, {"ID": 2, "NAME": "a name longer than ten", "CODE": 123456789012}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch)["rows"] == {(7, 1, "ann"), (123456789012, 2, "a name longer than ten")}
+    assert gold_type(spark, ch, "CODE") == "bigint"
+    assert change_fields(spark, ch)["CODE"] == "bigint"
+    # In place: no rewrite of the gold table (metadata commits, then the apply's MERGE).
+    ops = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {gold_table}").where(f"version > {version}").collect()]
+    assert "CREATE OR REPLACE TABLE AS SELECT" not in ops and "WRITE" not in ops
+    assert ddl_log(spark, ch)[-1] == (200, "ALTER TABLE", "ALTER")
+
+
+def test_number_to_varchar2_refreshes_the_target(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 42}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (code VARCHAR2(10))"),
+        *ins("t2", 210, {"ID": 2, "NAME": "bob", "CODE": "A7"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch)["rows"] == {("42", 1, "ann"), ("A7", 2, "bob")}
+    assert gold_type(spark, ch, "CODE") == "string"
+    assert change_fields(spark, ch)["CODE"] == "string"
+    assert ddl_log(spark, ch)[-1] == (200, "ALTER TABLE", "REFRESH")
+
+
+def test_dropped_column_stays_in_silver_and_leaves_gold(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
+        *ins("t2", 210, {"ID": 2, "NAME": "bob"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["ID", "NAME"], "rows": {(1, "ann"), (2, "bob")}}
+    assert "CODE" in change_fields(spark, ch)  # silver keeps history
+
+
+def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
+    ch = make_channel(tmp_path, adapt_ddl=[{"keep_existing_structure": True}])
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
+        *ins("t2", 210, {"ID": 2, "NAME": "bob"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(None, 2, "bob"), (7, 1, "ann")}}
+
+
+def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ins("t2", 130, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *ddl("d2", 300, "DROP TABLE hr.emp PURGE", "DROP TABLE"),
+        *ins("t3", 309, {"ID": 5, "NAME": "gone"}),  # at SCN 300, the DROP's: no table
+        *ddl("d3", 310, "CREATE TABLE hr.emp (id NUMBER(4) PRIMARY KEY, name VARCHAR2(10), "
+                        "code NUMBER(5), hired DATE)", "CREATE TABLE"),
+        *ins("t4", 320, {"ID": 3, "NAME": "cy", "HIRED": "2024-05-01T00:00:00"}),
+    ])
+    run_pipeline(spark, ch)
+    g = gold(spark, ch)
+    assert g["columns"] == ["CODE", "HIRED", "ID", "NAME"]
+    assert [r[2] for r in g["rows"]] == [3]  # one row: the table created again is empty
+    assert "was dropped at SCN 300" in queue(spark, ch)["t3"]
+    # The channel's only table: AdaptDDL never drops the last table of a channel.
+    assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "FAIL"), ("CREATE TABLE", "REFRESH")]
+
+
+def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+        *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
+        *ddl("d3", 150, "CREATE OR REPLACE VIEW hr.emp_v AS SELECT id FROM hr.emp", "CREATE VIEW", "EMP_V"),
+        *ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch)["rows"] == {(8, 2, "bob")}
+    assert ddl_log(spark, ch)[1:] == [
+        (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
