@@ -103,6 +103,7 @@ def snapshot_records(spark: SparkSession, path: Path) -> DataFrame:
     )
     parsed = parse_lines(lines)
     # At most one reason string reaches the driver, not the rows.
+    # At most one reason string reaches the driver: the first unreadable line's.
     bad = parsed.where(F.col("_reason").isNotNull()).select("_reason").limit(1).collect()
     if bad:
         raise ApplyError(f"snapshot {path}: a line is not a change record: {bad[0][0]}")

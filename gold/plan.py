@@ -653,6 +653,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         # in one job; one row per such target reaches the driver.
         opens = (F.col("_command_type") == "TRUNCATE") | (F.col("_transaction_id") == F.col("snapshot_transaction"))
         with step("plan.truncates"):
+            # Model names only (one row per target: metadata), not change rows.
             truncated_models = {r[0] for r in with_inst.where(
                 F.col("_error").isNull() & opens & above_instantiation()).select("_model").distinct().collect()}
         row_errors = with_inst.select(
@@ -801,6 +802,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             changes.select(F.lit(model).alias("_model"), "_source_database", "_transaction_id")
             for _o, _n, _t, model, changes, _s in targets
         ]).join(new.select("_source_database", "_transaction_id"), ["_source_database", "_transaction_id"], "left_semi")
+        # Model names only (one row per target: metadata), not change rows.
         dirty = {r["_model"] for r in touched.select("_model").distinct().collect()} | redo
     else:
         raise ApplyError(

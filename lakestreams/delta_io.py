@@ -20,9 +20,8 @@ def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
 def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
     """Replace the table's content once per (app_id, version). A new schema may bring a
     TIMESTAMP_NTZ column (a DDL added a DATE): Delta wants its table feature enabled first."""
-    name = table.replace("`", "")
-    if "timestamp_ntz" in df.schema.simpleString() and df.sparkSession.catalog.tableExists(name):
-        df.sparkSession.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
+    if "timestamp_ntz" in df.schema.simpleString() and df.sparkSession.catalog.tableExists(table.replace("`", "")):
+        allow_timestamp_ntz(df.sparkSession, table)
     (
         df.write.format("delta")
         .mode("overwrite")
@@ -37,3 +36,9 @@ def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: 
     """Append one run-log row (with the time) once: the stages' intent and completion log."""
     df = spark.createDataFrame([row], schema).withColumn("at", F.current_timestamp())
     append(df, table, app_id, version)
+
+
+def allow_timestamp_ntz(spark: SparkSession, table: str) -> None:
+    """Enable Delta's timestampNtz feature on an existing table (``table``: a Storage.table
+    name), which a new TIMESTAMP_NTZ column needs first."""
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")

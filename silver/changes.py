@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 
 from lakestreams.errors import ReplicationError
 from silver.dictionary import ColumnDef, TableDef
+from silver.evolution import renamed_names, renamed_since, renames_since
 
 META = (
     "_source_database",
@@ -190,8 +191,6 @@ def typed_by_revision(
     ``structures``: the target structure at each; ``shape``: the rule path's
     transformations (source → target definition). Returns (typed change rows, txn errors
     for rows of a dropped table)."""
-    from silver.evolution import renamed_since
-
     cols = {f.name: f.dataType for f in change_schema["_new"].dataType.fields}
     at = F.coalesce(F.col("scn"), F.col("commit_scn"))
     parts, errors = [], []
@@ -215,8 +214,7 @@ def typed_by_revision(
                 F.lit(silver_batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
                 F.lit(problem).alias("error"), F.col("raw").alias("failing_record")))
             continue
-        later = [x for x in revisions if x.scn > r.scn]
-        now = {renamed_since(later, r.scn, n): n for n in target.column_names}
+        now = {renamed_since(revisions, r.scn, n): n for n in target.column_names}
         has = set(source.column_names)
         typed = type_changes(rows, source, silver_batch)
 
@@ -226,17 +224,10 @@ def typed_by_revision(
                 for c, t in cols.items()
             ])
 
-        renames = [(old, new) for x in later for new, old in x.renames]
+        renames = renames_since(revisions, r.scn)
 
         def present(col: str, renames=renames) -> Column:
-            if not renames:
-                return F.col(col)
-
-            def renamed(x):
-                for old, new in renames:
-                    x = F.when(x == F.lit(old), F.lit(new)).otherwise(x)
-                return x
-            return F.array_sort(F.transform(F.col(col), renamed))
+            return renamed_names(F.col(col), renames) if renames else F.col(col)
 
         parts.append(typed.select(
             *META, image("_old").alias("_old"), image("_new").alias("_new"),

@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from pyspark.sql import SparkSession
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from lakestreams.delta_io import allow_timestamp_ntz, overwrite
 from lakestreams.errors import DdlError
 from silver.adaptddl import AdaptDdl, Decision, adapt, table_to_add, type_change
 from silver.ddl import DdlStatement, RenameColumn, RenameTable, evolve, parse_ddl
@@ -135,7 +137,8 @@ def read_ddl(
     renames = tuple((a.new, a.old) for a in stmt.actions if isinstance(a, RenameColumn))
     if any(isinstance(a, RenameTable) for a in stmt.actions):
         new_key = (table.owner, table.name)
-        if _latest(history, new_key) is not None and _latest(history, new_key).status == "TABLE":
+        taken = _latest(history, new_key)
+        if taken is not None and taken.status == "TABLE":
             return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already")
         dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
         created = Revision(scn, table, decision="ADD", keep_structure=_keep(action))
@@ -179,7 +182,7 @@ def target_structures(revisions: list[Revision]) -> list[TableDef]:
     out: list[TableDef] = []
     for r in revisions:
         prev = out[-1] if out else None
-        if prev is None or prev_declared(revisions, len(out)):
+        if prev is None:
             out.append(r.table)
         elif r.decision not in FOLLOWING:
             out.append(prev)
@@ -188,10 +191,6 @@ def target_structures(revisions: list[Revision]) -> list[TableDef]:
         else:
             out.append(_kept(prev, r))
     return out
-
-
-def prev_declared(revisions: list[Revision], i: int) -> bool:
-    return i > 0 and revisions[i - 1].decision == DECLARED
 
 
 def _kept(prev: TableDef, r: Revision) -> TableDef:
@@ -244,8 +243,6 @@ def spark_change(old: str, new: str) -> str:
             return "WIDEN"
         if od[0] - od[1] >= nd[0] - nd[1] and od[1] >= nd[1]:
             return "KEEP"
-        return "REWRITE"
-    if nd is not None and n and o == "DOUBLE":
         return "REWRITE"
     if o == "FLOAT" and n == "DOUBLE":
         return "WIDEN"
@@ -306,7 +303,8 @@ def _q(name: str) -> str:
 
 def structure_scn(spark: SparkSession, table: str) -> int:
     """The revision SCN a Delta table's structure follows (-1: not recorded)."""
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}  # metadata rows
+    # A table's properties (a dozen rows of metadata), not its data.
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     value = props.get(STRUCTURE_PROPERTY)
     return int(value) if value is not None and value.lstrip("-").isdigit() else -1
 
@@ -373,6 +371,15 @@ def renames_since(revisions: list[Revision], scn: int) -> list[tuple[str, str]]:
     return [(old, new) for r in revisions if r.scn > scn for new, old in r.renames]
 
 
+def renamed_names(names: Column, renames: list[tuple[str, str]]) -> Column:
+    """A presence list (sorted names) with ``renames`` ((old, new), in order) applied."""
+    def one(x: Column) -> Column:
+        for old, new in renames:
+            x = F.when(x == F.lit(old), F.lit(new)).otherwise(x)
+        return x
+    return F.array_sort(F.transform(names, one))
+
+
 def follow_structure(
     spark: SparkSession, table: str, wanted: TableDef, revisions: list[Revision], app_id: str,
     struct_fields: tuple[str, ...] = (), drop: bool = False,
@@ -384,10 +391,6 @@ def follow_structure(
     holding the value columns (a change table's ``_old``/``_new``), else top-level columns
     not starting with ``_``. The table records the revision it follows, so a re-run (or a
     table that follows already) changes nothing. Metadata work but for a rewrite."""
-    from delta.tables import DeltaTable
-
-    from lakestreams.delta_io import overwrite
-
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
@@ -399,23 +402,16 @@ def follow_structure(
     changes = column_changes(value_types(schema, struct_fields[-1] if struct_fields else None), wanted, renames, drop)
     if any(c.type.spark == "TIMESTAMP_NTZ" for c in changes.added) or any(
             t == "TIMESTAMP_NTZ" for _, t in changes.widened + changes.rewritten):
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
+        allow_timestamp_ntz(spark, table)
     for statement in alter_statements(table, changes, tuple(f"{s}." for s in struct_fields) or ("",)):
         spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
     present = [p for p in ("_old_present", "_new_present") if p in schema.fieldNames()]
     if renames and present:
         # Presence lists of earlier rows name columns as they were called then.
         olds = F.array(*[F.lit(o) for o, _ in renames])
-
-        def renamed(x):
-            out = x
-            for old, new in renames:
-                out = F.when(out == F.lit(old), F.lit(new)).otherwise(out)
-            return out
-
         cond = reduce(lambda a, b: a | b, [F.arrays_overlap(F.col(p), olds) for p in present])
         DeltaTable.forName(spark, table.replace("`", "")).update(
-            cond, {p: F.transform(F.col(p), renamed) for p in present})
+            cond, {p: renamed_names(F.col(p), renames) for p in present})
     if changes.rewritten:
         current = spark.table(table.replace("`", ""))
         bad = current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count()  # 0 or 1

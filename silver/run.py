@@ -366,6 +366,7 @@ def load_revisions(
     if before_batch is not None:
         table = table.where(F.col("silver_batch") < F.lit(before_batch))
     out: dict[tuple[str, str, str], list[Revision]] = {}
+    # Dictionary rows: one per DDL that changed a table (metadata), never change rows.
     for r in table.orderBy("revision_scn", "silver_batch").collect():
         out.setdefault((r["source_database"], r["owner"], r["table_name"]), []).append(Revision(
             r["revision_scn"], table_def_from_row(r), r["status"] or "TABLE",

@@ -30,6 +30,15 @@ def upd(txid: str, scn: int, key: int, new: dict) -> list[dict]:
     return Txn(txid, scn).row("UPDATE", "EMP", old={"ID": key}, new=new).commit()
 
 
+def first_run(spark, ch, code: int = 7) -> None:
+    """The table created, one row (ID 1, ann, ``code``) inserted, applied to gold."""
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": code}),
+    ])
+    run_pipeline(spark, ch)
+
+
 def gold(spark, ch, table: str = "hr__emp") -> dict:
     df = spark.table(ch.storage.table("gold", table).replace("`", ""))
     values = sorted(c for c in df.columns if not c.startswith("_"))
@@ -82,11 +91,7 @@ def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, tmp_path
 
 def test_rename_with_rows_on_both_sides_renames_in_place(spark, tmp_path):
     ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-    ])
-    run_pipeline(spark, ch)
+    first_run(spark, ch)
     write_lines(ch, "src", "f2.jsonl", [
         *upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
         *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
@@ -107,11 +112,7 @@ def test_rename_with_rows_on_both_sides_renames_in_place(spark, tmp_path):
 
 def test_widening_varchar2_and_number_is_in_place(spark, tmp_path):
     ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-    ])
-    run_pipeline(spark, ch)
+    first_run(spark, ch)
     gold_table = ch.storage.table("gold", "hr__emp").replace("`", "")
     version = spark.sql(f"DESCRIBE HISTORY {gold_table} LIMIT 1").first()["version"]
     write_lines(ch, "src", "f2.jsonl", [
@@ -130,11 +131,7 @@ def test_widening_varchar2_and_number_is_in_place(spark, tmp_path):
 
 def test_number_to_varchar2_refreshes_the_target(spark, tmp_path):
     ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 42}),
-    ])
-    run_pipeline(spark, ch)
+    first_run(spark, ch, 42)
     write_lines(ch, "src", "f2.jsonl", [
         *ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (code VARCHAR2(10))"),
         *ins("t2", 210, {"ID": 2, "NAME": "bob", "CODE": "A7"}),
@@ -148,11 +145,7 @@ def test_number_to_varchar2_refreshes_the_target(spark, tmp_path):
 
 def test_dropped_column_stays_in_silver_and_leaves_gold(spark, tmp_path):
     ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-    ])
-    run_pipeline(spark, ch)
+    first_run(spark, ch)
     write_lines(ch, "src", "f2.jsonl", [
         *ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
         *ins("t2", 210, {"ID": 2, "NAME": "bob"}),
