@@ -10,6 +10,7 @@ import pytest
 from lakestreams.errors import ConfigError
 from silver import goldengate
 from silver.ddl import RenameTable
+from silver.gg_params import config_from_yaml, parse_params
 from silver.goldengate import (
     STEPS,
     DdlAbend,
@@ -22,8 +23,6 @@ from silver.goldengate import (
     GgDdlConfig,
     MapRule,
     ObjectName,
-    config_from_yaml,
-    parse_params,
     process,
 )
 
