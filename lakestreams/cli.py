@@ -145,6 +145,21 @@ def cmd_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ddl(args: argparse.Namespace) -> int:
+    """Show the DDL log: each DDL record, its scope, the decision and why, the revision."""
+    from lakestreams.config import split_table_name
+    from lakestreams.pipeline import format_ddl_log
+
+    table = split_table_name(args.table, "table") if args.table else None
+    if args.limit < 1:
+        print("lakestreams: ddl --limit: give a positive number", file=sys.stderr)
+        return 2
+    ch = _channel(args)
+    spark = _session(ch)
+    print(format_ddl_log(spark, ch, table, args.limit))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare a table's replica with a snapshot; exit 1 when they differ. With
     ``--resnapshot``, land the snapshot in the snapshot folder and run, which loads it."""
@@ -206,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("transaction", nargs="?", help="source transaction id (e.g. 2.6.1043)")
     er.add_argument("--all", action="store_true", help="every transaction in the queue (commit SCN order)")
     er.add_argument("--source-database", help="the transaction's source database, when its id is not unique")
+    dd = add("ddl", "the DDL log: each DDL record, its GoldenGate scope and outcome, the decision and why")
+    dd.add_argument("table", nargs="?", help="OWNER.TABLE: only the records about this source table")
+    dd.add_argument("--limit", type=int, default=50, help="the last N records (default 50)")
     cp = add("compare", "compare a table's replica with a snapshot (counts, checksums, differing rows)")
     cp.add_argument("table", help="OWNER.TABLE: the target (gold) table")
     cp.add_argument("snapshot", help="file or folder of the snapshot (snapshot landing format)")
@@ -221,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, ("bronze", "silver", "gold"))
         if args.command in ("bronze", "silver", "gold"):
             return cmd_run(args, (args.command,))
+        if args.command == "ddl":
+            return cmd_ddl(args)
         if args.command == "audit":
             return cmd_audit(args)
         if args.command == "maintain":

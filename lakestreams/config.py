@@ -524,6 +524,9 @@ class Channel:
     #: so every replicated target follows its source's DDL; ``()``: targets never follow
     #: (the source dictionary always does).
     adapt_ddl: tuple | None = None
+    #: GoldenGate DDL processing (``silver.goldengate.GgDdlConfig``): scope, MAP, DDL
+    #: INCLUDE/EXCLUDE, DDLSUBST, DDLERROR. None: every DDL record is read as captured.
+    ddl_processing: Any = None
     source_path: Path | None = None
 
     def adapt_actions(self) -> tuple:
@@ -734,6 +737,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "dml_handlers": [],
             "transformation_modules": [],
             "adapt_ddl": None,
+            "ddl_processing": None,
         },
     )
     name = check_identifier(d["name"], "channel.name")
@@ -853,6 +857,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     channel = Channel(
         name=name,
         adapt_ddl=adapt_ddl_actions(d["adapt_ddl"]),
+        ddl_processing=ddl_processing_config(d["ddl_processing"]),
         tables=tuple(tables),
         transformation_modules=tuple(modules),
         storage=storage,
@@ -905,6 +910,27 @@ def adapt_ddl_actions(value: Any) -> tuple | None:
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from e
     return tuple(out)
+
+
+def ddl_processing_config(value: Any):
+    """The channel file's ``ddl_processing``: GoldenGate parameter text under ``params``, or
+    the same parameters as YAML (``ddl``, ``maps``, ``ddlsubst``, ``ddlerror``,
+    ``ddloptions``); both give the same ``silver.goldengate.GgDdlConfig``. Absent: None."""
+    from silver.gg_params import config_from_yaml, parse_params
+
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError("ddl_processing: expected a mapping (params: GoldenGate parameter text, or ddl/maps/"
+                          "ddlsubst/ddlerror/ddloptions)")
+    try:
+        if "params" in value:
+            if len(value) != 1 or not isinstance(value["params"], str):
+                raise ConfigError("give params (GoldenGate parameter text) alone, or the YAML keys without it")
+            return parse_params(value["params"])
+        return config_from_yaml(value)
+    except ConfigError as e:
+        raise ConfigError(f"ddl_processing: {e}") from e
 
 
 def check_rules(channel: Channel) -> list:

@@ -16,7 +16,14 @@ class RuleError(ReplicationError):
 
 
 class DdlError(ReplicationError):
-    """A DDL statement cannot be understood or applied."""
+    """A DDL statement cannot be understood or applied. ``code``: the Oracle error a
+    database would give for it (942 no such table, 955 name in use, 904 no such column,
+    1430 column exists, 957 duplicate column name, 2260 a second
+    primary key), None when it has none."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ApplyError(ReplicationError):

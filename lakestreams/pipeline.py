@@ -227,6 +227,36 @@ def format_error_queue(spark: SparkSession, channel: Channel) -> str:
     return "\n".join(lines)
 
 
+def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str] | None = None,
+                   limit: int = ERRORS_LISTED) -> str:
+    """The DDL log, newest commit SCN last (the last ``limit`` records; ``table``: only the
+    records about that source table, or that truncated it): what each record was, its
+    GoldenGate scope and outcome, the target's decision and why, the revision it made and
+    the target statements. Metadata: one line per DDL record."""
+    name = channel.storage.table("silver", "ddl_log").replace("`", "")
+    log = spark.table(name) if spark.catalog.tableExists(name) else None
+    if log is not None and table is not None:
+        owner, tname = table
+        log = log.where(((F.col("object_owner") == F.lit(owner)) & (F.col("object_name") == F.lit(tname)))
+                        | ((F.col("truncates_owner") == F.lit(owner)) & (F.col("truncates_table") == F.lit(tname))))
+    total = log.count() if log is not None else 0
+    if not total:
+        return "the DDL log is empty" + (f" for {table[0]}.{table[1]}" if table else "")
+    order = ("commit_scn", "source_database", "transaction_id", "position")
+    rows = log.orderBy(*[F.col(c).desc() for c in order]).limit(limit).collect()  # DDL records: metadata
+    lines = [f"{total} DDL record(s)" + (f" for {table[0]}.{table[1]}" if table else "")
+             + (f", the last {len(rows)}" if total > len(rows) else "")]
+    for r in reversed(rows):
+        made = f"  revision at SCN {r['revision_scn']}" if r["revision_scn"] is not None else ""
+        gg = f"  {r['scope'] or '-'} {r['processing']}" if r["processing"] else ""
+        lines.append(f"  {r['source_database']}  SCN {r['commit_scn']}  txn {r['transaction_id']}  "
+                     f"{r['statement']}  {r['object_owner']}.{r['object_name']}  → {r['decision']}{gg}{made}")
+        lines.append(f"    {r['ddl_text']}")
+        lines.append(f"    {r['reason']}")
+        lines.extend(f"    target: {t}" for t in (r["target_ddl"] or []))
+    return "\n".join(lines)
+
+
 def format_summary(
     audit: Audit, tables: list[GoldTableSummary], error_queue: int, discards: list[tuple[str, int]] = ()
 ) -> str:

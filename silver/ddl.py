@@ -278,12 +278,12 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
         for i, c in enumerate(cols):
             if c.name == col:
                 return i
-        raise DdlError(f"{owner}.{name} has no column {col}")
+        raise DdlError(f"{owner}.{name} has no column {col}", "904")
 
     for a in stmt.actions:
         if isinstance(a, AddColumn):
             if any(c.name == a.column.name for c in cols):
-                raise DdlError(f"{owner}.{name} already has a column {a.column.name}")
+                raise DdlError(f"{owner}.{name} already has a column {a.column.name}", "1430")
             if a.column.type is None:
                 raise DdlError(f"column {a.column.name} is added without a type")
             cols.append(ColumnDef(a.column.name, a.column.type, a.column.nullable is not False, a.column.default))
@@ -293,7 +293,7 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
         elif isinstance(a, RenameColumn):
             i = find(a.old)
             if any(c.name == a.new for c in cols):
-                raise DdlError(f"{owner}.{name} already has a column {a.new}")
+                raise DdlError(f"{owner}.{name} already has a column {a.new}", "957")
             cols[i] = replace(cols[i], name=a.new)
             keys = [(n, kind, tuple(a.new if c == a.old else c for c in kc)) for n, kind, kc in keys]
         elif isinstance(a, ModifyColumn):
@@ -305,7 +305,7 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
             for c in a.columns:
                 find(c)
             if a.kind == "PRIMARY KEY" and any(k[1] == "PRIMARY KEY" for k in keys):
-                raise DdlError(f"{owner}.{name} already has a primary key")
+                raise DdlError(f"{owner}.{name} already has a primary key", "2260")
             keys.append((a.name, a.kind, a.columns))
         elif isinstance(a, DropConstraint):
             keys = [k for k in keys if not (

@@ -223,7 +223,8 @@ DDL_LOG_DDL = """
   command_type STRING, object_owner STRING, object_name STRING, ddl_text STRING,
   outcome STRING, silver_batch BIGINT,
   statement STRING, decision STRING, reason STRING, revision_scn BIGINT, position BIGINT,
-  commit_time TIMESTAMP, truncates_owner STRING, truncates_table STRING
+  commit_time TIMESTAMP, truncates_owner STRING, truncates_table STRING,
+  scope STRING, processing STRING, target_ddl ARRAY<STRING>
 """
 
 

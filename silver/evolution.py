@@ -59,6 +59,7 @@ class DdlReading:
     reason: str
     revisions: tuple[tuple[tuple[str, str], Revision], ...] = ()  # ((owner, table), revision)
     truncates: tuple[str, str] | None = None  # the table whose rows it removes, if any
+    code: str | None = None  # an ERROR's code: Oracle's error number, PARSE, or DDL
 
 
 def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
@@ -85,12 +86,13 @@ def read_ddl(
     try:
         stmt = parse_ddl(text, number_policy)
     except DdlError as e:
-        return DdlReading("ERROR", "ERROR", str(e))
+        return DdlReading("ERROR", "ERROR", str(e), code="PARSE")
     if stmt.kind == "IGNORED":
         return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
     owner = stmt.owner or default_owner
     if owner is None:
-        return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema")
+        return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema",
+                          code="DDL")
     key = (owner, stmt.name)
     before = _latest(history, key)
     live = before if before is not None and before.status == "TABLE" else None
@@ -109,7 +111,8 @@ def read_ddl(
         if live is not None and live.decision == DECLARED:  # the record replaces the declaration
             before = live = None
         if live is not None:
-            return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} exists already (no DROP TABLE before)")
+            return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} exists already (no DROP TABLE before)",
+                              code="955")
         table = replace(stmt.table, owner=owner) if stmt.table.owner != owner else stmt.table
         d = decide(stmt, None, before is not None)
         if before is None and d.target == "IGNORE":
@@ -119,10 +122,11 @@ def read_ddl(
         return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),), key if before is not None else None)
     if stmt.kind == "CREATE TABLE AS SELECT":
         return DdlReading(stmt.kind, "ERROR", f"CREATE TABLE {owner}.{stmt.name} AS SELECT does not state its columns: "
-                          "land its CREATE TABLE form or declare it in the channel file's tables")
+                          "land its CREATE TABLE form or declare it in the channel file's tables", code="DDL")
     if live is None:
         gone = " (it was dropped)" if before is not None else ""
-        return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} is not in the source dictionary{gone}")
+        return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} is not in the source dictionary{gone}",
+                          code="942")
     if stmt.kind in ("TRUNCATE TABLE", "DROP TABLE"):
         d = decide(stmt, live, True)
         if stmt.kind == "TRUNCATE TABLE":
@@ -132,14 +136,14 @@ def read_ddl(
     try:
         table = evolve(live.table, stmt)  # first: a statement the table cannot take is an error
     except DdlError as e:
-        return DdlReading(stmt.kind, "ERROR", str(e))
+        return DdlReading(stmt.kind, "ERROR", str(e), code=e.code or "DDL")
     d = decide(stmt, live, True)
     renames = tuple((a.new, a.old) for a in stmt.actions if isinstance(a, RenameColumn))
     if any(isinstance(a, RenameTable) for a in stmt.actions):
         new_key = (table.owner, table.name)
         taken = _latest(history, new_key)
         if taken is not None and taken.status == "TABLE":
-            return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already")
+            return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already", code="955")
         dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
         created = Revision(scn, table, decision="ADD", keep_structure=_keep(action))
         return DdlReading("RENAME TABLE", d.target, _why(d) + f"; the rows continue as {new_key[0]}.{new_key[1]}",

@@ -24,6 +24,7 @@ from lakestreams.errors import ReplicationError
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
 from silver.condition import is_control_record, is_ddl_lcr
+from silver.ddl_processing import process_ddl, target_names
 from silver.dictionary import (
     DDL_LOG_DDL,
     DICTIONARY_DDL,
@@ -41,6 +42,7 @@ from silver.evolution import (
     read_ddl,
     target_structures,
 )
+from silver.goldengate import DdlAbend
 from silver.handlers import apply_dml_handlers
 from silver.rules import Client, build_clients, evaluate
 from silver.transforms import transform_table_def
@@ -315,22 +317,33 @@ def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> Data
 
 def _dictionary_step(
     spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
-) -> dict[tuple[str, str, str], list[Revision]]:
+) -> tuple[dict[tuple[str, str, str], list[Revision]], set[tuple[str, str, str]]]:
     """Read released DDL records (few: they grow with DDL, not rows) in SCN order into new
     dictionary revisions, and log each with its AdaptDDL decision. The revisions before
-    this batch are the starting point, so a re-run derives the same rows."""
+    this batch are the starting point, so a re-run derives the same rows. Returns the
+    revisions and the (source database, owner, table) whose rows a record removed."""
     rows = ddl.select(
         "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
-        "object_owner", "object_name", "ddl_text", "current_schema", "commit_time",
+        "object_owner", "object_name", "ddl_text", "current_schema", "commit_time", "tag", "raw",
     ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()
     revisions = load_revisions(spark, channel, before_batch=batch)
-    actions = channel.adapt_actions()
-    dict_rows, log_rows = [], []
+    actions, policy = channel.adapt_actions(), channel.types.number_without_precision
+    dict_rows, log_rows, discards, truncated = [], [], [], set()
     for r in rows:
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
-        read = read_ddl(history, r["ddl_text"], scn, r["object_owner"] or r["current_schema"], actions,
-                        channel.types.number_without_precision)
+        owner = r["object_owner"] or r["current_schema"]
+        read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy)
+        try:
+            done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy)
+        except DdlAbend as e:
+            raise DdlAbend(f"DDL record of transaction {r['transaction_id']} from {src} at SCN {scn} "
+                           f"stops silver batch {batch}: {e}", e.failure, e.record) from e
+        read = done.reading
+        if read.truncates is not None:
+            truncated.add((src, *read.truncates))
+        if done.discard is not None:
+            discards.append((batch, src, r["transaction_id"], f"DDL discarded: {done.discard}", r["raw"]))
         for (owner, name), rev in read.revisions:
             revisions.setdefault((src, owner, name), []).append(rev)
             d = table_def_to_row(rev.table)
@@ -346,13 +359,16 @@ def _dictionary_step(
             src, r["transaction_id"], r["scn"], r["commit_scn"], r["command_type"], r["object_owner"],
             r["object_name"], r["ddl_text"], outcome, batch, read.statement, read.decision, read.reason,
             scn if read.revisions else None, r["position"], r["commit_time"],
-            *(read.truncates or (None, None)),
+            *(read.truncates or (None, None)), done.scope, done.outcome, list(done.target_ddl),
         ))
     if dict_rows:
         append(spark.createDataFrame(dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
     if log_rows:
         append(spark.createDataFrame(log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
-    return revisions
+    if discards:
+        append(spark.createDataFrame(discards, TXN_ERRORS_DDL), _t(channel, "txn_errors"), "silver.txn_errors.ddl",
+               batch)
+    return revisions, truncated
 
 
 def load_revisions(
@@ -500,7 +516,8 @@ def _resolve_targets(
     earlier: dict | None = None,
 ):
     """Target structure per (source database, target table): the source definition with
-    the transformations of the rules that kept the rows. Few rows: one per rule path.
+    the transformations of the rules that kept the rows, named by ``target_names`` (rule
+    renames, then MAP targets, then IntegrateSchema). Few rows: one per rule path.
     ``earlier``: per source table, its earlier target structures (DDL revisions); a
     registered structure that is one of them changed by DDL, and the tables follow.
 
@@ -539,50 +556,52 @@ def _resolve_targets(
             return tdef
         return shape
 
-    for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
-        src, sowner, sname, owner, name, cap_rule, app_rule = g
-        source = dictionary.get((src, sowner, sname))
-        if source is None:
-            errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
-                                "(no CREATE TABLE record seen)"))
-            continue
+    def add_target(g: tuple, source: TableDef, owner: str, name: str) -> str | None:
+        """Add path ``g`` to target ``owner.name``; else why it cannot go there."""
+        src, sowner, sname, _, _, cap_rule, app_rule = g
         if not all(isinstance(n, str) and SAFE_NAME.fullmatch(n) for n in (owner, name)):
-            errors.append(([g], f"a transformation named the target of {sowner}.{sname} {owner!r}.{name!r}, "
-                                "which is not a plain name"))
-            continue
+            return f"a transformation or MAP named the target of {sowner}.{sname} {owner!r}.{name!r}, which is not a plain name"
         shape = shaper(owner, name, cap_rule, app_rule)
         try:
             tdef = shape(source)
             before = [shape(t) for t in (earlier or {}).get((src, sowner, sname), [])]
         except ReplicationError as e:
-            errors.append(([g], str(e)))
-            continue
+            return str(e)
         key, cname, model = (src, owner, name), change_table_name(src, owner, name), target_model_name(owner, name)
-        problem = None
         held = known_tables.get(cname)
         by_ddl = held is not None and held[3] in before
         if held is not None and held[:3] != (src, sowner, sname):
-            problem = f"change table {cname} already holds {held[1]}.{held[2]} from {held[0]}"
-        elif held is not None and held[3] != tdef and not by_ddl:
-            problem = (f"{owner}.{name} from {src} now has another structure (columns or key) than its change table "
-                       f"{cname}: a changed rule or key takes effect through `lakestreams rebuild {owner}.{name}`")
-        elif model in known_models and known_models[model][0] != (owner, name):
-            problem = f"gold table {model} already replicates {'.'.join(known_models[model][0])}"
-        elif model in known_models and known_models[model][1] != tdef and not (
+            return f"change table {cname} already holds {held[1]}.{held[2]} from {held[0]}"
+        if held is not None and held[3] != tdef and not by_ddl:
+            return (f"{owner}.{name} from {src} now has another structure (columns or key) than its change table "
+                    f"{cname}: a changed rule or key takes effect through `lakestreams rebuild {owner}.{name}`")
+        if model in known_models and known_models[model][0] != (owner, name):
+            return f"gold table {model} already replicates {'.'.join(known_models[model][0])}"
+        if model in known_models and known_models[model][1] != tdef and not (
                 by_ddl and known_models[model][1] == held[3]):
-            problem = f"{owner}.{name} from {src} has another structure than gold table {model} has from another source"
-        elif key in targets and (targets[key][0] != tdef or targets[key][2] != (sowner, sname)):
-            problem = (f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from another "
-                       f"source table than {targets[key][2][0]}.{targets[key][2][1]}")
-        if problem is not None:
-            errors.append(([g], problem))
-            continue
+            return f"{owner}.{name} from {src} has another structure than gold table {model} has from another source"
+        if key in targets and (targets[key][0] != tdef or targets[key][2] != (sowner, sname)):
+            return (f"{sowner}.{sname} from {src} reaches {owner}.{name} with another structure or from another "
+                    f"source table than {targets[key][2][0]}.{targets[key][2][1]}")
         if key in targets:
             targets[key][1].append(g)
         else:
             targets[key] = (tdef, [g], (sowner, sname), shape)
             known_tables[cname] = (src, sowner, sname, tdef)
             known_models[model] = ((owner, name), tdef)
+        return None
+
+    for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
+        src, sowner, sname, renamed_owner, renamed, cap_rule, app_rule = g
+        source = dictionary.get((src, sowner, sname))
+        if source is None:
+            errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
+                                "(no CREATE TABLE record seen)"))
+            continue
+        for owner, name in target_names(channel, sowner, renamed_owner, renamed):
+            problem = add_target(g, source, owner, name)
+            if problem is not None:
+                errors.append(([g], problem))
     return targets, errors
 
 
@@ -600,12 +619,35 @@ def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, 
     )
 
 
+def _truncate_only(
+    spark: SparkSession, channel: Channel, batch: int, table: tuple[str, str, str], tdef: TableDef, cname: str,
+    revisions: dict, structures: dict, result: SilverResult,
+) -> None:
+    """The TRUNCATE change of a table a DDL record emptied in a batch without its rows:
+    laid out as its change table is (the change holds no values), registered as written."""
+    src, sowner, sname = table
+    qualified = _t(channel, cname)
+    rows = truncations(spark, channel, batch, src, (sowner, sname))
+    typed, _ = typed_by_revision(rows, revisions[table], structures[table], lambda _: tdef, batch,
+                                 spark.table(qualified.replace("`", "")).schema)
+    with step("silver.change_table"):
+        append(typed, qualified, f"silver.{cname}", batch)
+    target_row = table_def_to_row(tdef)
+    target_row.update(source_database=src, source_owner=sowner, source_table=sname, change_table=cname,
+                      silver_batch=batch)
+    result.tables.append(cname)
+    result.targets.append(target_row)
+
+
 def derive(
     spark: SparkSession, channel: Channel, batch: int, classified: DataFrame, clients: list[Client],
     revisions: dict[tuple[str, str, str], list[Revision]], result: SilverResult,
+    truncated: set[tuple[str, str, str]] = frozenset(),
 ) -> None:
     """What silver writes for classified records, but the dictionary: rule outcomes, change
-    tables and their registry rows, transaction errors and bucket outcomes, all as ``batch``."""
+    tables and their registry rows, transaction errors and bucket outcomes, all as ``batch``.
+    ``truncated``: source tables a DDL record of ``batch`` emptied; their change tables get
+    the TRUNCATE change even when no row of the table came in this batch."""
     with step("silver.rule_outcomes"):
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     accepted = classified.where("_bucket = 'accepted'")
@@ -646,6 +688,10 @@ def derive(
                           change_table=cname, silver_batch=batch)
         result.tables.append(cname)
         result.targets.append(target_row)
+    reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
+    for src, sowner, sname, tdef, cname in registry:
+        if (src, sowner, sname) in truncated - reached:
+            _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, structures, result)
     if result.targets:
         append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
     for groups, message in group_errors:
@@ -762,8 +808,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     classified = classify(released, clients).persist()
     try:
         with step("silver.dictionary"):
-            revisions = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
-        derive(spark, channel, batch, classified, clients, revisions, result)
+            revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        derive(spark, channel, batch, classified, clients, revisions, result, truncated)
     finally:
         classified.unpersist()
         released_txns.unpersist()

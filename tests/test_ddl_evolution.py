@@ -205,3 +205,16 @@ def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spar
     assert gold(spark, ch)["rows"] == {(8, 2, "bob")}
     assert ddl_log(spark, ch)[1:] == [
         (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
+
+
+def test_truncate_table_alone_in_a_batch_empties_gold(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    first_run(spark, ch)
+    # A batch with the TRUNCATE and no row of the table: gold is emptied all the same.
+    write_lines(ch, "src", "f2.jsonl", ddl("d2", 200, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"))
+    run_pipeline(spark, ch)
+    assert gold(spark, ch)["rows"] == set()
+    assert ddl_log(spark, ch)[-1] == (200, "TRUNCATE TABLE", "TRUNCATE")
+    write_lines(ch, "src", "f3.jsonl", ins("t3", 210, {"ID": 2, "NAME": "bob", "CODE": 8}))
+    run_pipeline(spark, ch)
+    assert gold(spark, ch)["rows"] == {(8, 2, "bob")}

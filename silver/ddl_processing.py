@@ -1,0 +1,104 @@
+"""A channel's DDL records through GoldenGate's processing (``silver.goldengate``), and
+the one name mapping DML and DDL share.
+
+The source dictionary takes every DDL record it can read, whatever the processing says
+(two dictionaries: DESIGN.md). The target structure follows a record only when the
+processing APPLIED it: an EXCLUDED record, a replicated one (IGNOREREPLICATES) or one
+whose error a DDLERROR rule IGNOREs or DISCARDs leaves the target as it was; DISCARD
+also puts the record in the error queue; ABEND (or no rule) stops the silver batch.
+
+"Executing" a target statement means the target structure taking it: it fails with the
+code Oracle would give (942, 955, 904, 1430, 957, 2260; PARSE, DDL) when the source
+dictionary cannot take the record, and with DDL when DDLSUBST changed what the statement
+does to the table (the target structure is the source structure shaped by rules, so it
+cannot take another change than the source did).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from lakestreams.config import Channel
+from lakestreams.errors import DdlError
+from silver.ddl import DdlStatement, Physical, RenameTable, parse_ddl
+from silver.evolution import DdlReading, action_for
+from silver.goldengate import (
+    DDL,
+    DdlExecutionError,
+    DdlRecord,
+    GgDdlConfig,
+    ObjectName,
+    TargetDdl,
+    process,
+)
+
+
+@dataclass(frozen=True)
+class Processed:
+    """One DDL record after processing: ``reading`` is what the dictionary takes (its
+    target decision IGNORE when the target does not follow); ``outcome`` the GoldenGate
+    outcome (None without processing); ``discard`` the error-queue reason of a DISCARDED
+    record."""
+
+    reading: DdlReading
+    scope: str | None = None
+    outcome: str | None = None
+    target_ddl: tuple[str, ...] = ()
+    discard: str | None = None
+
+
+def _change(stmt: DdlStatement) -> tuple:
+    """What a statement does to a table's structure: its names and physical clauses
+    (tablespace, storage) left out."""
+    table = stmt.table and (stmt.table.columns, stmt.table.constraints)
+    return stmt.kind, stmt.object_type, tuple(a for a in stmt.actions if not isinstance(a, (RenameTable, Physical))), table
+
+
+def process_ddl(
+    reading: DdlReading, text: str, tag: str | None, owner: str | None, config: GgDdlConfig | None,
+    number_policy: str = "decimal",
+) -> Processed:
+    """``reading`` (``read_ddl`` of the record as captured) through ``config``'s steps.
+    Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND."""
+    if config is None:
+        return Processed(reading)
+
+    def execute(target: TargetDdl) -> None:
+        if reading.decision == "ERROR":
+            raise DdlExecutionError(reading.code or DDL, reading.reason)
+        try:
+            source = parse_ddl(text, number_policy)
+        except DdlError as e:  # read before: cannot fail differently now
+            raise DdlExecutionError("PARSE", str(e)) from e
+        if target.statement is not None and _change(target.statement) != _change(source):
+            raise DdlExecutionError(DDL, "DDLSUBST changed what the statement does to the table; the target "
+                                         "follows the source dictionary and cannot take another change")
+
+    out = process(DdlRecord(text, tag or None, owner), config, execute)
+    if out.kind == "APPLIED":
+        return Processed(reading, out.scope, out.kind, out.texts)
+    why = f"GoldenGate {out.kind}: {out.reason or 'no target'}"
+    # The source dictionary still takes the record; the target keeps its structure (a new
+    # table still gets its first structure: its rows are replicated by the rules).
+    first = reading.statement == "CREATE TABLE" and reading.truncates is None
+    revisions = tuple((k, rev if first else replace(rev, decision="IGNORE")) for k, rev in reading.revisions)
+    taken = replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
+                    truncates=None)
+    return Processed(taken, out.scope, out.kind, (), why if out.kind == "DISCARDED" else None)
+
+
+def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:
+    """Where rows of a source table go. One mechanism for DML and DDL alike, in order:
+    the rule-based renames (already in ``owner``/``name``), then every MAP naming that
+    table (several MAPs: several targets), then the AdaptDDL IntegrateSchema of the
+    action whose CaptureSchema is ``source_owner``."""
+    names = [(owner, name)]
+    config = channel.ddl_processing
+    if config is not None:
+        here = ObjectName(owner, name)
+        mapped = [tuple(m.target_for(here)) for m in config.maps if m.matches(here)]
+        names = mapped or names
+    action = action_for(channel.adapt_actions(), source_owner)
+    if action is not None and action.integrate_schema:
+        names = [(action.integrate_schema.upper(), n) for _, n in names]
+    return list(dict.fromkeys(names))

@@ -1,0 +1,164 @@
+"""GoldenGate DDL processing in the pipeline: the source dictionary takes every record,
+the target follows only what the processing APPLIED; DDLERROR IGNORE / DISCARD / ABEND
+each leave a trace (DDL log, error queue, a stopped batch that a re-run completes); MAP
+names DML and DDL targets alike."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+from conftest import make_channel, write_lines
+from records import Txn
+
+from lakestreams.cli import main
+from lakestreams.config import ddl_processing_config
+from lakestreams.errors import ConfigError
+from lakestreams.pipeline import run_pipeline
+from silver.adaptddl import AdaptDdl
+from silver.ddl_processing import process_ddl, target_names
+from silver.evolution import read_ddl
+from silver.gg_params import parse_params
+from silver.goldengate import DdlAbend
+
+SRC = "DBS1.EXAMPLE.COM"
+EMP_DDL = ("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+           "CONSTRAINT emp_pk PRIMARY KEY (id))")
+PARAMS = """
+MAP hr.*, TARGET hr_copy.*;
+DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE
+DDLERROR 1430 IGNORE
+DDLERROR 904 DISCARD
+"""
+
+
+def ddl(txid: str, scn: int, text: str, verb: str = "ALTER TABLE", tag: str | None = None) -> list[dict]:
+    t = Txn(txid, scn, tag=tag).ddl(text, name="EMP")
+    t.records[0]["command_type"] = verb
+    return t.commit()
+
+
+def ins(txid: str, scn: int, row: dict) -> list[dict]:
+    return Txn(txid, scn).row("INSERT", "EMP", new=row).commit()
+
+
+def rows(spark, ch, layer: str, table: str, *cols: str) -> list[tuple]:
+    df = spark.table(ch.storage.table(layer, table).replace("`", ""))
+    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def test_parameter_text_and_yaml_give_the_same_processing():
+    yaml_form = {
+        "maps": [{"source": "hr.*", "target": "hr_copy.*"}],
+        "ddl": [{"include": {"scope": "MAPPED"}}, {"exclude": {"optype": "TRUNCATE"}}],
+        "ddlerror": [{"error": 1430, "action": "IGNORE"}, {"error": 904, "action": "DISCARD"}],
+    }
+    assert ddl_processing_config({"params": PARAMS}) == ddl_processing_config(yaml_form) == parse_params(PARAMS)
+    with pytest.raises(ConfigError, match="ddl_processing: give params"):
+        ddl_processing_config({"params": PARAMS, "maps": []})
+    with pytest.raises(ConfigError, match="ddl_processing: .*OPTYPE"):
+        ddl_processing_config({"params": "DDL INCLUDE OPTYPE NOSUCH"})
+
+
+def test_names_rule_renames_then_map_then_integrate_schema(tmp_path):
+    ch = make_channel(tmp_path, ddl_processing={"params": "MAP hr.emp*, TARGET hr_copy.*;\n"
+                                                          "MAP hr.emp, TARGET hr_hist.emp_h;"})
+    assert target_names(ch, "HR", "HR", "EMP") == [("HR_COPY", "EMP"), ("HR_HIST", "EMP_H")]
+    # A rule renamed the table first: the MAPs see the new name.
+    assert target_names(ch, "HR", "HR", "DEPT") == [("HR", "DEPT")]
+    assert target_names(ch, "HR", "HR", "EMPLOYEES") == [("HR_COPY", "EMPLOYEES")]
+    ch = dataclasses.replace(ch, adapt_ddl=(AdaptDdl(capture_schema="hr", integrate_schema="dwh"),))
+    assert target_names(ch, "HR", "HR", "EMP") == [("DWH", "EMP"), ("DWH", "EMP_H")]
+    assert target_names(ch, "SALES", "HR", "EMPLOYEES") == [("HR_COPY", "EMPLOYEES")]
+
+
+def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
+    history: dict = {}
+    created = read_ddl(history, EMP_DDL, 100, "HR", (AdaptDdl(),))
+    history[("HR", "EMP")] = [rev for _, rev in created.revisions]
+    text = "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
+    same = parse_params("DDLSUBST 'hr' WITH 'hr'\nDDLERROR DEFAULT DISCARD")
+    assert process_ddl(reading, text, None, "HR", same).outcome == "APPLIED"
+    widened = parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'\nDDLERROR DEFAULT DISCARD")
+    done = process_ddl(reading, text, None, "HR", widened)
+    assert done.outcome == "DISCARDED" and "DDLSUBST changed what the statement does" in done.discard
+    # The source dictionary still takes the record; the target does not follow.
+    assert done.reading.decision == "IGNORE" and [r.decision for _, r in done.reading.revisions] == ["IGNORE"]
+    # A substitution in a physical clause (the tablespace) changes no structure.
+    move = "ALTER TABLE hr.emp MOVE TABLESPACE users"
+    tablespace = parse_params("DDLSUBST 'users' WITH 'hr_data'")
+    done = process_ddl(read_ddl(history, move, 120, "HR", (AdaptDdl(),)), move, None, "HR", tablespace)
+    assert done.outcome == "APPLIED" and done.target_ddl == ("ALTER TABLE hr.emp MOVE TABLESPACE hr_data",)
+    with pytest.raises(DdlAbend, match="DDLSUBST changed"):
+        process_ddl(reading, text, None, "HR", parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'"))
+
+
+# -- the pipeline ------------------------------------------------------------------------------------
+def test_ddl_processing_in_the_pipeline_under_each_ddlerror_action(spark, tmp_path, capsys):
+    ch = make_channel(tmp_path, ddl_processing={"params": PARAMS})
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+        *ddl("d3", 140, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),  # ORA-01430: IGNORE
+        *ddl("d4", 150, "ALTER TABLE hr.emp DROP COLUMN ghost"),  # ORA-00904: DISCARD
+        *ddl("d5", 160, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),  # EXCLUDE OPTYPE TRUNCATE
+        *ddl("d6", 165, "ALTER TABLE hr.emp ADD (note VARCHAR2(5))", tag="01"),  # from an apply
+        *ins("t2", 170, {"ID": 2, "NAME": "bob", "EMAIL": "b@x"}),
+    ])
+    run_pipeline(spark, ch)
+    # MAP names the DML target too: gold HR_COPY.EMP; the excluded TRUNCATE left row 1.
+    assert rows(spark, ch, "gold", "hr_copy__emp", "ID", "NAME", "CODE", "EMAIL") == [
+        (1, "ann", 7, None), (2, "bob", None, "b@x")]
+    log = rows(spark, ch, "silver", "ddl_log", "commit_scn", "scope", "processing", "decision")
+    assert log == [
+        (100, "MAPPED", "APPLIED", "ADD"), (130, "MAPPED", "APPLIED", "ALTER"),
+        (140, "MAPPED", "IGNORED_ERROR", "IGNORE"), (150, "MAPPED", "DISCARDED", "IGNORE"),
+        (160, "MAPPED", "EXCLUDED", "IGNORE"), (165, None, "IGNORED_REPLICATE", "IGNORE"),
+    ]
+    # The source dictionary took the replicated ADD; the target did not follow it.
+    dictionary = rows(spark, ch, "silver", "dictionary", "revision_scn", "columns")
+    assert [c["name"] for c in dictionary[-1][1]] == ["ID", "NAME", "CODE", "EMAIL", "NOTE"]
+    assert "NOTE" not in spark.table(ch.storage.table("gold", "hr_copy__emp").replace("`", "")).columns
+    texts = dict(rows(spark, ch, "silver", "ddl_log", "commit_scn", "target_ddl"))
+    assert texts[130] == ["ALTER TABLE HR_COPY.EMP ADD (email VARCHAR2(20))"] and texts[150] == []
+    reasons = dict(rows(spark, ch, "silver", "ddl_log", "commit_scn", "reason"))
+    assert "1430" in reasons[140] and "DDLERROR 1430 IGNORE" in reasons[140]
+    queue = dict(rows(spark, ch, "gold", "error_queue", "transaction_id", "error"))
+    assert set(queue) == {"d4"} and "DDL discarded" in queue["d4"] and "HR.EMP has no column GHOST" in queue["d4"]
+
+    # No DDLERROR rule for ORA-00955: GoldenGate abends, the batch stops and nothing of it lands.
+    write_lines(ch, "src", "f2.jsonl", [
+        *ins("t3", 200, {"ID": 3, "NAME": "cy"}),
+        *ddl("d7", 210, EMP_DDL, "CREATE TABLE"),
+    ])
+    with pytest.raises(DdlAbend, match=r"transaction d7 .* SCN 210 .*955"):
+        run_pipeline(spark, ch)
+    assert [r[0] for r in rows(spark, ch, "gold", "hr_copy__emp", "ID")] == [1, 2]
+    assert len(rows(spark, ch, "silver", "ddl_log", "commit_scn")) == 6
+    # With a DEFAULT rule the same batch runs again to the end.
+    fixed = dataclasses.replace(ch, ddl_processing=parse_params(PARAMS + "DDLERROR DEFAULT IGNORE\n"))
+    run_pipeline(spark, fixed)
+    assert [r[0] for r in rows(spark, ch, "gold", "hr_copy__emp", "ID")] == [1, 2, 3]
+    last = rows(spark, ch, "silver", "ddl_log", "commit_scn", "processing", "statement")[-1]
+    assert last == (210, "IGNORED_ERROR", "CREATE TABLE")
+
+    # `lakestreams ddl` shows the log from the channel file (here: the last 3 records of HR.EMP).
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
+                                 "schema": ch.storage.schema},
+        "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
+        "ddl_processing": {"params": PARAMS + "DDLERROR DEFAULT IGNORE\n"},
+    }))
+    assert main(["ddl", "hr.emp", "--limit", "3", "--channel", str(path)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "7 DDL record(s) for HR.EMP, the last 3"
+    assert "SCN 160  txn d5  TRUNCATE TABLE  HR.EMP  → IGNORE  MAPPED EXCLUDED" in shown[1]
+    assert "SCN 210  txn d7  CREATE TABLE  HR.EMP  → IGNORE  MAPPED IGNORED_ERROR" in shown[-3]
+    assert "955" in shown[-1] and "DDLERROR DEFAULT IGNORE" in shown[-1]
+    assert main(["ddl", "hr.dept", "--channel", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "the DDL log is empty for HR.DEPT"
