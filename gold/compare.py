@@ -102,7 +102,6 @@ def snapshot_records(spark: SparkSession, path: Path) -> DataFrame:
         F.current_timestamp().alias("_ingested_at"),
     )
     parsed = parse_lines(lines)
-    # At most one reason string reaches the driver, not the rows.
     # At most one reason string reaches the driver: the first unreadable line's.
     bad = parsed.where(F.col("_reason").isNotNull()).select("_reason").limit(1).collect()
     if bad:

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from lakestreams.config import Channel
-from lakestreams.errors import DdlError
 from silver.ddl import DdlStatement, Physical, RenameTable, parse_ddl
 from silver.evolution import DdlReading, action_for
 from silver.goldengate import (
@@ -63,13 +62,12 @@ def process_ddl(
     if config is None:
         return Processed(reading)
 
+    # Read once for every target; a record read_ddl could not read is an ERROR reading.
+    source = None if reading.decision == "ERROR" else parse_ddl(text, number_policy)
+
     def execute(target: TargetDdl) -> None:
-        if reading.decision == "ERROR":
+        if source is None:
             raise DdlExecutionError(reading.code or DDL, reading.reason)
-        try:
-            source = parse_ddl(text, number_policy)
-        except DdlError as e:  # read before: cannot fail differently now
-            raise DdlExecutionError("PARSE", str(e)) from e
         if target.statement is not None and _change(target.statement) != _change(source):
             raise DdlExecutionError(DDL, "DDLSUBST changed what the statement does to the table; the target "
                                          "follows the source dictionary and cannot take another change")

@@ -325,7 +325,7 @@ def _dictionary_step(
     rows = ddl.select(
         "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
         "object_owner", "object_name", "ddl_text", "current_schema", "commit_time", "tag", "raw",
-    ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()
+    ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()  # DDL records: metadata
     revisions = load_revisions(spark, channel, before_batch=batch)
     actions, policy = channel.adapt_actions(), channel.types.number_without_precision
     dict_rows, log_rows, discards, truncated = [], [], [], set()
@@ -632,11 +632,17 @@ def _truncate_only(
                                  spark.table(qualified.replace("`", "")).schema)
     with step("silver.change_table"):
         append(typed, qualified, f"silver.{cname}", batch)
-    target_row = table_def_to_row(tdef)
-    target_row.update(source_database=src, source_owner=sowner, source_table=sname, change_table=cname,
-                      silver_batch=batch)
+    _register(result, tdef, table, cname, batch)
+
+
+def _register(result: SilverResult, tdef: TableDef, table: tuple[str, str, str], cname: str, batch: int) -> None:
+    """Note change table ``cname`` (of source ``table``, with target ``tdef``) as written
+    by ``batch``: its ``silver.targets`` row, which tells gold it has work."""
+    row = table_def_to_row(tdef)
+    row.update(source_database=table[0], source_owner=table[1], source_table=table[2], change_table=cname,
+               silver_batch=batch)
     result.tables.append(cname)
-    result.targets.append(target_row)
+    result.targets.append(row)
 
 
 def derive(
@@ -683,11 +689,7 @@ def derive(
             handled.append(consumed.select(
                 "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
                 "_reason"))
-        target_row = table_def_to_row(tdef)
-        target_row.update(source_database=src, source_owner=source[0], source_table=source[1],
-                          change_table=cname, silver_batch=batch)
-        result.tables.append(cname)
-        result.targets.append(target_row)
+        _register(result, tdef, (src, *source), cname, batch)
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
         if (src, sowner, sname) in truncated - reached:
