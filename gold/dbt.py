@@ -8,6 +8,7 @@ source dictionary, never hand-written, with a sibling ``.yml`` of docs and key t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -169,12 +170,20 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
     if not plan.targets:
         return []
     models = [t.model for t in plan.targets]
-    return run_dbt(
-        spark,
-        project,
-        ["run", "--select", *models, "--vars", json.dumps({
-            "lakestreams_plan_id": plan.plan_id,
-            "lakestreams_truncating": [t.model for t in plan.targets if t.truncates],
-            "lakestreams_refolding": [t.model for t in plan.targets if t.refolds],
-        })],
-    )
+    # The plan reaches the materialization as environment variables, not --vars: dbt parses
+    # the whole project again whenever vars change, and the plan id changes every run.
+    plan_env = {
+        "LAKESTREAMS_PLAN_ID": str(plan.plan_id),
+        "LAKESTREAMS_TRUNCATING": json.dumps([t.model for t in plan.targets if t.truncates]),
+        "LAKESTREAMS_REFOLDING": json.dumps([t.model for t in plan.targets if t.refolds]),
+    }
+    saved = {k: os.environ.get(k) for k in plan_env}
+    os.environ.update(plan_env)
+    try:
+        return run_dbt(spark, project, ["run", "--select", *models])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

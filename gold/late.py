@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lakestreams.delta_io import local_rows
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.dictionary import TableDef
@@ -228,7 +229,7 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
             holder_later()
         ).select("_h_src", "_h_txn"))
     if not first:
-        return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
+        return local_rows(spark, [], "source_database STRING, transaction_id STRING")
     keys = reduce(DataFrame.unionByName, touched).localCheckpoint()
     found = reduce(DataFrame.unionByName, first).distinct().localCheckpoint()
     for _ in range(MAX_MOVE_ROUNDS):

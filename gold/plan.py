@@ -49,7 +49,7 @@ from gold.late import (
 )
 from gold.snapshot import above_instantiation, with_snapshot_truncates
 from lakestreams.config import Channel
-from lakestreams.delta_io import append, log_state, overwrite
+from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state, overwrite
 from lakestreams.errors import ApplyError
 from lakestreams.timing import step
 from silver.changes import target_model_name
@@ -137,14 +137,11 @@ def live_rows(spark: SparkSession, gold_table: str) -> DataFrame:
 
 def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
     st = channel.storage
-    # Constant column lists; names quoted by Storage.table from checked identifiers.
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'gold_runs')} ({GOLD_RUNS_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'instantiation')} ({INSTANTIATION_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('silver', 'tombstones')} ({TOMBSTONES_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'error_queue')} ({ERROR_QUEUE_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_progress')} ({PROGRESS_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_conflicts')} ({CONFLICTS_DDL}) USING DELTA")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {st.table('gold', 'apply_watermarks')} ({WATERMARKS_DDL}) USING DELTA")
+    create_missing_tables(spark, st, "silver", (
+        ("gold_runs", GOLD_RUNS_DDL), ("instantiation", INSTANTIATION_DDL), ("tombstones", TOMBSTONES_DDL)))
+    create_missing_tables(spark, st, "gold", (
+        ("error_queue", ERROR_QUEUE_DDL), ("apply_progress", PROGRESS_DDL), ("apply_conflicts", CONFLICTS_DDL),
+        ("apply_watermarks", WATERMARKS_DDL)))
     # The views over them, in the spirit of the DBA_APPLY_* views.
     create_instantiated_objects_view(spark, channel)
     create_error_view(spark, channel)
@@ -301,15 +298,15 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     # named by a setting.
     named = list(declared_tables(channel)) + [(i.source_database, i.owner, i.table) for i in tables]
     objects = implied.select(*keys).unionByName(snapshots.select(*keys)).unionByName(
-        spark.createDataFrame(named, "source_database STRING, owner STRING, table_name STRING")
+        local_rows(spark, named, "source_database STRING, owner STRING, table_name STRING")
     ).distinct()
-    by_table = spark.createDataFrame([(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
-                                     "source_database STRING, owner STRING, table_name STRING, _t BIGINT, ignore_scn BIGINT")
-    by_schema = spark.createDataFrame(
-        [(i.source_database, i.owner, i.scn) for i in channel.instantiation if i.level == "SCHEMA"],
+    by_table = local_rows(spark, [(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
+                          "source_database STRING, owner STRING, table_name STRING, _t BIGINT, ignore_scn BIGINT")
+    by_schema = local_rows(
+        spark, [(i.source_database, i.owner, i.scn) for i in channel.instantiation if i.level == "SCHEMA"],
         "source_database STRING, owner STRING, _s BIGINT")
-    by_source = spark.createDataFrame(
-        [(i.source_database, i.scn) for i in channel.instantiation if i.level == "GLOBAL"],
+    by_source = local_rows(
+        spark, [(i.source_database, i.scn) for i in channel.instantiation if i.level == "GLOBAL"],
         "source_database STRING, _g BIGINT")
     chosen = F.coalesce("_snap", "_t", "_s", "_g", "_implied")
     # greatest() skips NULLs: the ignore SCN is a floor (a set SCN below it was refused).
@@ -939,7 +936,7 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     rows = [(plan.plan_id, t.model, src, scn, at, n) for t in plan.targets for src, scn, at, n in t.progress]
     if rows:
         schema = "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, at BIGINT, records BIGINT"
-        progress = spark.createDataFrame(rows, schema).select(
+        progress = local_rows(spark, rows, schema).select(
             "plan_id", "target", "source_database", "applied_scn",
             F.timestamp_micros("at").alias("applied_commit_time"), "records", F.current_timestamp().alias("applied_at"))
         append(progress, st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
@@ -959,7 +956,7 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
     queue = spark.table(st.table("gold", "error_queue").replace("`", "")).where(F.col("plan_id") < plan.plan_id)
     queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
     if not plan.targets or queue.limit(1).count() == 0:
-        return spark.createDataFrame([], "source_database STRING, transaction_id STRING")
+        return local_rows(spark, [], "source_database STRING, transaction_id STRING")
     inst_rows = instantiation_rows(spark.table(st.table("silver", "instantiation").replace("`", "")))
     models = {t.model for t in plan.targets}
     existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType, _parse_datatype_string
+
+from lakestreams.config import Storage
 
 
 def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
@@ -34,11 +39,54 @@ def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
 
 def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: str, version: int) -> None:
     """Append one run-log row (with the time) once: the stages' intent and completion log."""
-    df = spark.createDataFrame([row], schema).withColumn("at", F.current_timestamp())
+    df = local_rows(spark, [row], schema).withColumn("at", F.current_timestamp())
     append(df, table, app_id, version)
+
+
+def create_missing_tables(spark: SparkSession, storage: Storage, layer: str, tables: Sequence[tuple[str, str]]) -> None:
+    """Create those of the layer's tables (name, constant column list) that do not exist
+    yet. One catalog listing instead of a CREATE TABLE IF NOT EXISTS per table: every stage
+    checks its tables, and each such statement loads the table's Delta log."""
+    schema = storage.schema_name(layer)
+    qualified = f"{storage.catalog}.{schema}" if storage.catalog else schema
+    found = {t.name.lower() for t in spark.catalog.listTables(qualified)}
+    for name, ddl in tables:
+        if name.lower() not in found:
+            # Names and column lists are the project's constants (quoted by Storage.table).
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {storage.table(layer, name)} ({ddl}) USING DELTA")
 
 
 def allow_timestamp_ntz(spark: SparkSession, table: str) -> None:
     """Enable Delta's timestampNtz feature on an existing table (``table``: a Storage.table
     name), which a new TIMESTAMP_NTZ column needs first."""
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
+
+
+def local_rows(spark: SparkSession, rows: Sequence, schema: str | StructType) -> DataFrame:
+    """A frame of rows the driver made (run-log rows, dictionary revisions, settings) as
+    literals: unlike ``createDataFrame`` over a list it needs no Python worker, which on a
+    small table costs more than the write. Rows are tuples, Row objects or dicts in
+    ``schema``'s field order; values become typed literals, never SQL text."""
+    struct = schema if isinstance(schema, StructType) else _parse_datatype_string(schema)
+    if not rows:
+        return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in struct.fields])
+    return spark.range(1).select(F.inline(F.array(*[_literal(r, struct) for r in rows])))
+
+
+def _literal(value, dtype: DataType) -> Column:
+    if value is None:
+        return F.lit(None).cast(dtype)
+    if isinstance(dtype, StructType):
+        if isinstance(value, Mapping) and not isinstance(value, Row):
+            values = [value.get(f.name) for f in dtype.fields]
+        else:
+            values = list(value)
+            if len(values) != len(dtype.fields):
+                raise ValueError(f"a row of {len(values)} values for {len(dtype.fields)} fields: {value!r}")
+        return F.struct(*[_literal(v, f.dataType).alias(f.name) for v, f in zip(values, dtype.fields, strict=True)])
+    if isinstance(dtype, ArrayType):
+        return F.array(*[_literal(v, dtype.elementType) for v in value]).cast(dtype)
+    if isinstance(dtype, MapType):
+        pairs = [c for k, v in value.items() for c in (_literal(k, dtype.keyType), _literal(v, dtype.valueType))]
+        return F.create_map(*pairs).cast(dtype)
+    return F.lit(value).cast(dtype)

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from gold.handled import handled_table_name
 from gold.plan import create_gold_tables, history_tables, plan_table_name, unfinished_plan
 from lakestreams.config import Channel, check_global_name, split_table_name
-from lakestreams.delta_io import append, log_state
+from lakestreams.delta_io import append, local_rows, log_state
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.timing import step
 from silver.changes import target_model_name
@@ -183,7 +183,7 @@ def find_scope(spark: SparkSession, channel: Channel, owner: str, table: str, so
 
 def _scope_transactions(spark: SparkSession, channel: Channel, tables: list[Obj]) -> DataFrame:
     """The transactions with a record on a table of the scope (Spark side: grows with rows)."""
-    scope = spark.createDataFrame(tables, SCOPE_DDL)
+    scope = local_rows(spark, tables, SCOPE_DDL)
     return _scope_records(spark, channel).join(F.broadcast(scope), ["source_database", "owner", "table_name"]).select(
         "source_database", "transaction_id"
     ).distinct()
@@ -225,7 +225,7 @@ def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> N
         drop_table(spark, st.table("silver", handled_table_name(model)))
         for name in (model, *history_tables(model)):
             drop_table(spark, st.table("gold", name))
-    tables = spark.createDataFrame(scope.tables, SCOPE_DDL)
+    tables = local_rows(spark, scope.tables, SCOPE_DDL)
     txns = _scope_transactions(spark, channel, scope.tables).localCheckpoint()
     by_txn = {"source_database": "source_database", "transaction_id": "transaction_id"}
     before = F.col("t.silver_batch") < batch

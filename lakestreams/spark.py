@@ -46,7 +46,8 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         # Delta keeps a log (snapshots and their plans) per table path it has touched; a
         # long session over many tables (the test run, a channel of hundreds) bounds it.
         .config("spark.driver.extraJavaOptions",
-                f"-Ddelta.log.cacheSize={int(os.environ.get('LAKESTREAMS_DELTA_LOG_CACHE', '1000'))}")
+                f"-Ddelta.log.cacheSize={int(os.environ.get('LAKESTREAMS_DELTA_LOG_CACHE', '1000'))} "
+                + os.environ.get("LAKESTREAMS_JVM_OPTIONS", ""))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # The status store keeps finished jobs, stages, tasks and SQL plans on the driver

@@ -21,7 +21,7 @@
   {%- set columns = config.require('columns') -%}
   {%- set history = config.get('history') -%}
   {%- set soft_delete = config.get('soft_delete', false) -%}
-  {%- set plan_id = var('lakestreams_plan_id') | int -%}
+  {%- set plan_id = env_var('LAKESTREAMS_PLAN_ID') | int -%}
   {{ run_hooks(pre_hooks) }}
   {% if existing is none %}
     {% call statement('create_target') %}
@@ -33,7 +33,7 @@
       tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
     {% endcall %}
   {% endif %}
-  {%- set truncating = this.identifier in var('lakestreams_truncating', []) -%}
+  {%- set truncating = this.identifier in fromjson(env_var('LAKESTREAMS_TRUNCATING', '[]')) -%}
   {% if history == 'timekey' %}
     {{ lakestreams_timekey(sql, keys, columns, plan_id) }}
   {% elif history == 'scd2' %}
@@ -189,7 +189,7 @@
     -- Keys left empty: where an incarnation started and moved away or was deleted, and
     -- every re-folded key (its history is in the plan: what gold holds there is replaced).
     select _start_key as _k from b where _first_op <> 'I' and (_last_op = 'D' or not (_start_key <=> _final_key))
-    {% if this.identifier in var('lakestreams_refolding', []) %}
+    {% if this.identifier in fromjson(env_var('LAKESTREAMS_REFOLDING', '[]')) %}
     union
     select _okey from c where _refold_old
     union

@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from lakestreams.delta_io import local_rows
 from lakestreams.errors import ReplicationError
 from silver.dictionary import ColumnDef, TableDef
 from silver.evolution import renamed_names, renamed_since, renames_since
@@ -232,8 +233,8 @@ def typed_by_revision(
         parts.append(typed.select(
             *META, image("_old").alias("_old"), image("_new").alias("_new"),
             present("_old_present").alias("_old_present"), present("_new_present").alias("_new_present"), "_error"))
-    empty = records.sparkSession.createDataFrame(
-        [], "silver_batch BIGINT, source_database STRING, transaction_id STRING, error STRING, failing_record STRING")
+    empty = local_rows(records.sparkSession, [], "silver_batch BIGINT, source_database STRING, transaction_id STRING, "
+                       "error STRING, failing_record STRING")
     if not parts:
         raise ReplicationError("no revision of the table is in force for its changes")
     return reduce(DataFrame.unionByName, parts), reduce(DataFrame.unionByName, errors, empty)

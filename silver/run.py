@@ -19,7 +19,7 @@ from pyspark.sql.window import Window
 from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
-from lakestreams.delta_io import append, log_state
+from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state
 from lakestreams.errors import ReplicationError
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
@@ -103,8 +103,7 @@ def _t(channel: Channel, name: str) -> str:
 
 def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
     ledger_ddl = BRONZE_DDL + ", record_hash STRING, is_duplicate BOOLEAN, silver_batch BIGINT"
-    # Constant column lists; names quoted by Storage.table from checked identifiers.
-    for name, ddl in (
+    create_missing_tables(spark, channel.storage, "silver", (
         ("runs", RUNS_DDL),
         ("ledger", ledger_ddl),
         ("transactions", TXN_DDL),
@@ -117,8 +116,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("rebuilds", REBUILDS_DDL),
         ("reexecutions", REEXECUTIONS_DDL),
         ("snapshots", SNAPSHOTS_DDL),
-    ):
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {_t(channel, name)} ({ddl}) USING DELTA")
+    ))
 
 
 def _latest_version(spark: SparkSession, table: str) -> int:
@@ -362,11 +360,11 @@ def _dictionary_step(
             *(read.truncates or (None, None)), done.scope, done.outcome, list(done.target_ddl),
         ))
     if dict_rows:
-        append(spark.createDataFrame(dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
+        append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
     if log_rows:
-        append(spark.createDataFrame(log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
+        append(local_rows(spark, log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
     if discards:
-        append(spark.createDataFrame(discards, TXN_ERRORS_DDL), _t(channel, "txn_errors"), "silver.txn_errors.ddl",
+        append(local_rows(spark, discards, TXN_ERRORS_DDL), _t(channel, "txn_errors"), "silver.txn_errors.ddl",
                batch)
     return revisions, truncated
 
@@ -489,7 +487,7 @@ def rule_outcomes(classified: DataFrame, clients: list[Client], batch: int) -> D
             )
         )
     if not parts:
-        return judged.sparkSession.createDataFrame([], RULE_OUTCOMES_DDL)
+        return local_rows(judged.sparkSession, [], RULE_OUTCOMES_DDL)
     return (
         reduce(DataFrame.unionByName, parts)
         .groupBy("streams_type", "streams_name", "rule_name", "outcome", "migration", "source_database", "owner",
@@ -695,7 +693,7 @@ def derive(
         if (src, sowner, sname) in truncated - reached:
             _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, structures, result)
     if result.targets:
-        append(spark.createDataFrame(result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
+        append(local_rows(spark, result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
     for groups, message in group_errors:
         errors.append(
             accepted.where(_any_group(groups) & ~misfit).select(
