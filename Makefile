@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables lint clean
+.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ bench-incremental: $(STAMP)
 
 bench-many-tables: $(STAMP)
 	$(PY) bench/many_tables.py $(BENCH_ARGS)
+
+bench-run-cost: $(STAMP)
+	$(PY) bench/run_cost.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

@@ -1,0 +1,93 @@
+"""Fixed cost of a pipeline run: Spark jobs, Delta commits and seconds of a small run.
+
+A run's cost on little data is its Spark jobs and Delta commits, not its rows: this is what
+the test suite pays per pipeline run and what every idle table of a large channel adds.
+Each round lands ``--records`` generated records over ``--tables`` tables as a new channel
+and runs it (the first run of a channel), then runs it again with nothing new (idle).
+The baseline, measured in the same session between rounds: a one-row Delta append.
+The figures: per run, Spark jobs, Delta commits and seconds, also as one-row appends.
+Usage: ``python bench/run_cost.py [--records N] [--tables T] [--rounds R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import bench_channel, gold_rows  # noqa: E402
+
+from lakestreams.pipeline import run_pipeline  # noqa: E402
+from lakestreams.sample import generate_bench  # noqa: E402
+from lakestreams.spark import build_session  # noqa: E402
+
+
+def last_job_id(spark, tag: str) -> int:
+    """The id of a job run now (Spark numbers jobs in order): jobs between two marks."""
+    sc = spark.sparkContext
+    sc.setJobGroup(tag, tag)
+    spark.range(1).count()
+    sc.setJobGroup("", "")
+    return max(sc.statusTracker().getJobIdsForGroup(tag))
+
+
+def commits(folder: Path) -> int:
+    return sum(1 for p in folder.rglob("_delta_log/*.json"))
+
+
+def measured(spark, fn, tag: str, folder: Path) -> dict:
+    before_jobs, before_commits = last_job_id(spark, f"{tag}.a"), commits(folder)
+    start = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "jobs": last_job_id(spark, f"{tag}.b") - before_jobs - 1,
+            "commits": commits(folder) - before_commits}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--records", type=int, default=200)
+    ap.add_argument("--tables", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_run_cost"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    spark = build_session(out / "warehouse", app_name="lakestreams-bench-run-cost")
+    append = spark.range(1).withColumnRenamed("id", "n")
+    append.write.format("delta").save((out / "one_row").as_posix())
+    rows = {"first": [], "idle": [], "append": []}
+    for r in range(args.rounds + 1):  # round 0 warms the JVM up and is not counted
+        folder = out / f"round{r}"
+        generate_bench(folder / "landing", records=args.records, tables=args.tables, files=1)
+        channel = bench_channel(folder, {"warehouse": "wh", "state": "state", "schema": f"cost{r}"})
+        first = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"first{r}", folder)
+        idle = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"idle{r}", folder)
+        appends = [measured(spark, lambda: append.write.format("delta").mode("append").save((out / "one_row").as_posix()),
+                            f"append{r}.{i}", out / "one_row") for i in range(5)]
+        assert sum(gold_rows(spark, channel, args.tables).values()) > 0, "the run applied nothing"
+        if r:
+            rows["first"].append(first)
+            rows["idle"].append(idle)
+            rows["append"].extend(appends)
+    unit = statistics.median(a["seconds"] for a in rows["append"])
+    report = {"records": args.records, "tables": args.tables, "rounds": args.rounds,
+              "one_row_append": {"seconds": round(unit, 3),
+                                 "jobs": statistics.median(a["jobs"] for a in rows["append"])}}
+    for kind in ("first", "idle"):
+        runs = rows[kind]
+        seconds = statistics.median(x["seconds"] for x in runs)
+        report[f"{kind}_run"] = {"seconds": round(seconds, 1), "in_appends": round(seconds / unit, 1),
+                                 "jobs": statistics.median(x["jobs"] for x in runs),
+                                 "commits": statistics.median(x["commits"] for x in runs)}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
