@@ -38,6 +38,7 @@ def last_job_id(spark, tag: str) -> int:
 
 
 def commits(folder: Path) -> int:
+    """Delta commits under ``folder`` (the session's warehouse holds every channel's tables)."""
     return sum(1 for p in folder.rglob("_delta_log/*.json"))
 
 
@@ -67,8 +68,8 @@ def main() -> None:
         folder = out / f"round{r}"
         generate_bench(folder / "landing", records=args.records, tables=args.tables, files=1)
         channel = bench_channel(folder, {"warehouse": "wh", "state": "state", "schema": f"cost{r}"})
-        first = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"first{r}", folder)
-        idle = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"idle{r}", folder)
+        first = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"first{r}", out)
+        idle = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"idle{r}", out)
         appends = [measured(spark, lambda: append.write.format("delta").mode("append").save((out / "one_row").as_posix()),
                             f"append{r}.{i}", out / "one_row") for i in range(5)]
         assert sum(gold_rows(spark, channel, args.tables).values()) > 0, "the run applied nothing"
