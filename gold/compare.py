@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from bronze.records import parse_lines, to_bronze
 from gold.plan import live_rows
 from lakestreams.config import Channel, split_table_name
-from lakestreams.delta_io import append
+from lakestreams.delta_io import append, create_missing_tables
 from lakestreams.errors import ApplyError
 from silver.changes import target_model_name, type_changes
 from silver.rules import build_clients
@@ -182,8 +182,7 @@ def compare_snapshot(spark: SparkSession, channel: Channel, table: str, path: st
             F.when(F.col("s._s").isNotNull() & F.col("r._r").isNotNull(), differs).alias("columns"),
         ).where("status IS NOT NULL")
         report_table = st.table("gold", COMPARE_TABLE)
-        # Constant column list; the name is quoted by Storage.table from checked identifiers.
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {report_table} ({COMPARE_DDL}) USING DELTA")
+        create_missing_tables(spark, st, "gold", ((COMPARE_TABLE, COMPARE_DDL),))
         append(diff, report_table, "gold.compare", compare_id)
         # One row per status (at most three): counts, not the differing rows.
         counts = spark.table(report_table.replace("`", "")).where(F.col("compare_id") == compare_id).groupBy(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, _parse_datatype_string
 
@@ -47,9 +47,8 @@ def create_missing_tables(spark: SparkSession, storage: Storage, layer: str, tab
     """Create those of the layer's tables (name, constant column list) that do not exist
     yet. One catalog listing instead of a CREATE TABLE IF NOT EXISTS per table: every stage
     checks its tables, and each such statement loads the table's Delta log."""
-    schema = storage.schema_name(layer)
-    qualified = f"{storage.catalog}.{schema}" if storage.catalog else schema
-    found = {t.name.lower() for t in spark.catalog.listTables(qualified)}
+    # With a catalog, ensure_schemas made it the session's: the schema name is enough.
+    found = {t.name.lower() for t in spark.catalog.listTables(storage.schema_name(layer))}
     for name, ddl in tables:
         if name.lower() not in found:
             # Names and column lists are the project's constants (quoted by Storage.table).
@@ -77,7 +76,7 @@ def _literal(value, dtype: DataType) -> Column:
     if value is None:
         return F.lit(None).cast(dtype)
     if isinstance(dtype, StructType):
-        if isinstance(value, Mapping) and not isinstance(value, Row):
+        if isinstance(value, Mapping):
             values = [value.get(f.name) for f in dtype.fields]
         else:
             values = list(value)
