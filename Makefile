@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost lint clean
+.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ bench-many-tables: $(STAMP)
 
 bench-run-cost: $(STAMP)
 	$(PY) bench/run_cost.py $(BENCH_ARGS)
+
+bench-formats: $(STAMP)
+	$(PY) bench/formats.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

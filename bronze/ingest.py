@@ -55,7 +55,7 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
             .withColumn("_txn_mode", F.lit(landing.transactions))
             .withColumn("_ingest_batch", F.lit(batch_id).cast("bigint"))
             .withColumn("_ingested_at", F.current_timestamp())
-            .transform(parse_lines)
+            .transform(lambda lines: parse_lines(lines, landing))
             .persist()
         )
         try:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakestreams.config import GLOBAL_NAME_JAVA
+from bronze.formats import CONVERTERS
+from lakestreams.config import GLOBAL_NAME_JAVA, Landing
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "TRUNCATE")
-CONTROL_COMMANDS = ("COMMIT", "ROLLBACK")
+#: Transaction control: BEGIN is an optional marker; COMMIT completes a transaction (with
+#: ``event_count``: once that many of its records have landed), ROLLBACK discards it.
+CONTROL_COMMANDS = ("COMMIT", "ROLLBACK", "BEGIN")
 STRING_FIELDS = (
     "source_database",
     "command_type",
@@ -28,7 +31,7 @@ STRING_FIELDS = (
     "transaction_id",
     "tag",
 )
-INTEGER_FIELDS = ("scn", "commit_scn", "position")
+INTEGER_FIELDS = ("scn", "commit_scn", "position", "event_count")
 
 #: Columns of the bronze change-record table, in order.
 BRONZE_COLUMNS = (
@@ -41,6 +44,7 @@ BRONZE_COLUMNS = (
     "position",
     "commit_time",
     "tag",
+    "event_count",
     "raw",
     "_landing",
     "_txn_mode",
@@ -54,7 +58,7 @@ BRONZE_DDL = """
   object_type STRING, base_table_owner STRING, base_table_name STRING, ddl_text STRING,
   current_schema STRING, logon_user STRING, old_values VARIANT, new_values VARIANT,
   transaction_id STRING, scn BIGINT, commit_scn BIGINT, position BIGINT,
-  commit_time TIMESTAMP, tag STRING, raw STRING, _landing STRING, _txn_mode STRING,
+  commit_time TIMESTAMP, tag STRING, event_count BIGINT, raw STRING, _landing STRING, _txn_mode STRING,
   _source_file STRING, _ingest_batch BIGINT, _ingested_at TIMESTAMP
 """
 
@@ -72,7 +76,7 @@ def _kind(field: str) -> Column:
 
     Computed once per line by :func:`parse_lines` (column ``_k_<field>``).
     """
-    return F.col(f"_k_{field}" if field else "_k_")
+    return F.col(f"_k_{field}")
 
 
 def _present(field: str) -> Column:
@@ -101,10 +105,14 @@ def _reason() -> Column:
     is_ddl = _present("ddl_text")
     is_control = cmd.isin(*CONTROL_COMMANDS) & ~is_ddl
     is_row = ~is_ddl & ~is_control
+    # A COMMIT that counts its records, and a BEGIN, may leave the commit SCN and time to them.
+    commit_from_records = is_control & ((cmd == "BEGIN") | ((cmd == "COMMIT") & _present("event_count")))
+    src_kind = F.schema_of_variant(F.col("_src"))
     checks: list[tuple[Column, str | Column]] = [
         (F.trim(F.col("raw")) == "", "empty line"),
-        (F.col("_v").isNull(), "not valid JSON"),
-        (~_kind("").startswith("OBJECT"), "not a JSON object"),
+        (F.col("_src").isNull(), "not valid JSON"),
+        (F.coalesce(~src_kind.startswith("OBJECT"), F.lit(False)) & F.col("_format_reason").isNull(), "not a JSON object"),
+        (F.col("_format_reason").isNotNull(), F.col("_format_reason")),
     ]
     for f in STRING_FIELDS:
         checks.append((_present(f) & (_kind(f) != "STRING"), f"field {f} is not a string"))
@@ -117,10 +125,11 @@ def _reason() -> Column:
     checks += [
         (~_present("command_type"), "missing command_type"),
         (~_present("transaction_id"), "missing transaction_id"),
-        (~_present("commit_scn"), "missing commit_scn"),
+        (_present("event_count") & ~(is_control & (cmd == "COMMIT")), "event_count belongs on a COMMIT record only"),
+        (~_present("commit_scn") & ~commit_from_records, "missing commit_scn"),
         (~_present("source_database"), "missing source_database"),
         (~_get("source_database").rlike(GLOBAL_NAME_JAVA), "field source_database is not a global database name (e.g. DBS1.EXAMPLE.COM)"),
-        (~_present("commit_time"), "missing commit_time"),
+        (~_present("commit_time") & ~commit_from_records, "missing commit_time"),
         (
             _present("commit_time") & F.try_to_timestamp(_get("commit_time")).isNull(),
             "field commit_time is not an ISO-8601 timestamp",
@@ -149,11 +158,17 @@ def _reason() -> Column:
     return out
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
-    """Lines (``raw``, ``_source_file``, …) → the same rows with ``_v`` and ``_reason``."""
-    parsed = lines.withColumn("_v", F.expr("try_parse_json(raw)"))
-    kinds = [F.expr("schema_of_variant(_v)").alias("_k_")]
-    kinds += [F.expr(f"schema_of_variant(variant_get(_v, '$.{f}'))").alias(f"_k_{f}") for f in CHECKED_FIELDS]
+def parse_lines(lines: DataFrame, landing: Landing | None = None) -> DataFrame:
+    """Lines (``raw``, ``_source_file``, …) → the same rows with ``_v`` (the line as a
+    native change record), ``_reason`` and helper columns. A Debezium or GoldenGate
+    landing folder's lines are mapped onto the native record first (:mod:`bronze.formats`)."""
+    parsed = lines.withColumn("_src", F.try_parse_json("raw"))
+    fmt = landing.format if landing is not None else "native"
+    if fmt == "native":
+        parsed = parsed.withColumns({"_v": F.col("_src"), "_format_reason": F.lit(None).cast("string")})
+    else:
+        parsed = CONVERTERS[fmt](parsed, landing.source_database)
+    kinds = [F.expr(f"schema_of_variant(variant_get(_v, '$.{f}'))").alias(f"_k_{f}") for f in CHECKED_FIELDS]
     values = [_extract(f, "string").alias(f"_g_{f}") for f in (*STRING_FIELDS, "commit_time")]
     values += [_extract(f, "bigint").alias(f"_g_{f}") for f in INTEGER_FIELDS]
     return parsed.select("*", *kinds, *values).withColumn("_reason", _reason())
@@ -167,9 +182,10 @@ def to_bronze(parsed: DataFrame) -> DataFrame:
         F.expr("variant_get(_v, '$.old_values')").alias("old_values"),
         F.expr("variant_get(_v, '$.new_values')").alias("new_values"),
         _get("transaction_id").alias("transaction_id"),
-        *(_get(f).alias(f) for f in INTEGER_FIELDS),
+        *(_get(f).alias(f) for f in ("scn", "commit_scn", "position")),
         F.try_to_timestamp(_get("commit_time")).alias("commit_time"),
         F.upper(_get("tag")).alias("tag"),
+        _get("event_count").alias("event_count"),
         F.col("raw"),
         F.col("_landing"),
         F.col("_txn_mode"),

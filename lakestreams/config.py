@@ -25,7 +25,7 @@ GLOBAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_$#]*(\.[A-Za-z][A-Za-z0-9_$#]*)*")
 #: The same for Java regexes (``rlike``), where ``$`` would also match before a final newline.
 GLOBAL_NAME_JAVA = "^" + GLOBAL_NAME.pattern + "\\z"
 
-LANDING_FORMATS = ("native",)
+LANDING_FORMATS = ("native", "debezium", "goldengate")
 TRANSACTION_MODES = ("commit_records", "whole_file")
 NUMBER_POLICIES = ("decimal", "double", "string")
 CLIENT_TYPES = ("capture", "apply")
@@ -130,6 +130,8 @@ class Landing:
     format: str = "native"
     transactions: str = "commit_records"
     snapshot: bool = False
+    #: The source's global name, for formats whose records do not carry it (Debezium, GoldenGate).
+    source_database: str | None = None
 
 
 @dataclass(frozen=True)
@@ -760,17 +762,35 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
     landings = []
     for i, item in enumerate(d["landing"]):
         where = f"landing[{i}]"
-        ld = _take(item, where, {"name": _REQUIRED, "path": _REQUIRED, "format": "native", "transactions": "commit_records",
-                                     "snapshot": False})
+        ld = _take(item, where, {"name": _REQUIRED, "path": _REQUIRED, "format": "native", "transactions": None,
+                                     "snapshot": False, "source_database": None})
         if not isinstance(ld["snapshot"], bool):
             raise ConfigError(f"{where}.snapshot: expected true or false, found {ld['snapshot']!r}")
+        fmt = _choice(ld["format"], f"{where}.format", LANDING_FORMATS)
+        # Debezium completes a transaction by its END event; GoldenGate JSON has no commit
+        # record, so its transactions must lie whole in one file.
+        natural = {"native": None, "debezium": "commit_records", "goldengate": "whole_file"}[fmt]
+        txn = ld["transactions"] if ld["transactions"] is not None else natural or "commit_records"
+        txn = _choice(txn, f"{where}.transactions", TRANSACTION_MODES)
+        if natural is not None and txn != natural:
+            raise ConfigError(f"{where}.transactions: a {fmt} landing folder is {natural} (found {txn!r})")
+        sdb = ld["source_database"]
+        if fmt == "native" and sdb is not None:
+            raise ConfigError(f"{where}.source_database: native records name their source database; "
+                              "this option is for debezium and goldengate folders")
+        if fmt != "native":
+            if sdb is None:
+                raise ConfigError(f"{where}.source_database: a {fmt} landing folder needs the global name of its "
+                                  "source database (its records do not carry it)")
+            sdb = check_global_name(sdb, f"{where}.source_database")
         landings.append(
             Landing(
                 name=check_identifier(ld["name"], f"{where}.name"),
                 path=(base_dir / str(ld["path"])).resolve(),
-                format=_choice(ld["format"], f"{where}.format", LANDING_FORMATS),
-                transactions=_choice(ld["transactions"], f"{where}.transactions", TRANSACTION_MODES),
+                format=fmt,
+                transactions=txn,
                 snapshot=ld["snapshot"],
+                source_database=sdb,
             )
         )
     if len({ld.name for ld in landings}) != len(landings):

@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from bronze.formats import SNAPSHOT_MODES
 from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
@@ -230,7 +231,7 @@ def record_hash() -> F.Column:
         for c in (
             "source_database", "command_type", "object_owner", "object_name", "object_type",
             "base_table_owner", "base_table_name", "ddl_text", "transaction_id", "scn",
-            "commit_scn", "position", "commit_time", "tag",
+            "commit_scn", "position", "commit_time", "tag", "event_count",
         )
     ]
     parts += [F.coalesce(F.to_json(F.col(c)), F.lit("\u0000")) for c in ("old_values", "new_values")]
@@ -262,9 +263,13 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
 
 
 def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> DataFrame:
-    """Transactions that became complete in this batch (COMMIT/ROLLBACK seen, or whole file)."""
+    """Transactions that became complete in this batch: COMMIT/ROLLBACK seen; a COMMIT
+    with ``event_count`` once that many of its records have landed too (they may land
+    after it); the whole file; a snapshot once its last row has landed."""
     fresh = new.where("NOT is_duplicate")
-    control = fresh.where(is_control_record()).select(
+    control = fresh.where(
+        is_control_record() & F.col("command_type").isin("COMMIT", "ROLLBACK") & F.col("event_count").isNull()
+    ).select(
         "source_database",
         "transaction_id",
         F.when(F.col("command_type") == "COMMIT", "COMMITTED").otherwise("ROLLED_BACK").alias("status"),
@@ -272,7 +277,7 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
         "commit_time",
     )
     whole = (
-        fresh.where(F.col("_txn_mode") == "whole_file")
+        fresh.where(F.col("_txn_mode").isin("whole_file", "snapshot_end"))
         .groupBy("source_database", "transaction_id")
         .agg(F.max("commit_scn").alias("commit_scn"), F.max("commit_time").alias("commit_time"))
         .select("source_database", "transaction_id", F.lit("COMMITTED").alias("status"), "commit_scn", "commit_time")
@@ -281,9 +286,10 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     known = spark.table(txn_name.replace("`", "")).where(f"released_batch < {batch}").select(
         "source_database", "transaction_id"
     )
+    counted = _counted_commits(spark, channel, batch, known)
     w = Window.partitionBy("source_database", "transaction_id").orderBy(F.col("status").desc(), "commit_scn")
     complete = (
-        control.unionByName(whole)
+        control.unionByName(whole).unionByName(counted)
         .withColumn("_n", F.row_number().over(w))
         .where("_n = 1")
         .drop("_n")
@@ -292,6 +298,31 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     )
     append(complete, txn_name, "silver.transactions", batch)
     return spark.table(txn_name.replace("`", "")).where(f"released_batch = {batch}")
+
+
+def _counted_commits(spark: SparkSession, channel: Channel, batch: int, known: DataFrame) -> DataFrame:
+    """COMMIT records with ``event_count`` (Debezium END events) whose transaction is not
+    released yet and now has that many records landed, whatever the order they landed in.
+    The commit SCN and time come from the records where the COMMIT does not carry them."""
+    ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(
+        (F.col("silver_batch") <= batch) & ~F.col("is_duplicate"))
+    keys = ["source_database", "transaction_id"]
+    commits = (
+        ledger.where((F.col("command_type") == "COMMIT") & F.col("event_count").isNotNull() & is_control_record())
+        .join(known, keys, "left_anti")
+        .groupBy(*keys)
+        .agg(F.max("event_count").alias("_expected"), F.max("commit_scn").alias("_scn"), F.max("commit_time").alias("_time"))
+    )
+    landed = (
+        ledger.where(~is_control_record())
+        .join(commits.select(*keys), keys, "left_semi")
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("_landed"), F.max("commit_scn").alias("_rscn"), F.max("commit_time").alias("_rtime"))
+    )
+    return commits.join(landed, keys, "left").where(F.coalesce("_landed", F.lit(0)) >= F.col("_expected")).select(
+        *keys, F.lit("COMMITTED").alias("status"), F.coalesce("_scn", "_rscn").alias("commit_scn"),
+        F.coalesce("_time", "_rtime").alias("commit_time"),
+    )
 
 
 def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> DataFrame:
@@ -656,6 +687,8 @@ def derive(
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     accepted = classified.where("_bucket = 'accepted'")
     snapshot_landings = [ld.name for ld in channel.landing if ld.snapshot]
+    # Debezium marks snapshot reads per record, in any of its folders.
+    any_snapshots = bool(snapshot_landings) or any(ld.format == "debezium" for ld in channel.landing)
     # Records that do not belong in a snapshot go to the error queue, not a change table.
     misfit = snapshot_misfits(snapshot_landings)
     errors = [
@@ -701,7 +734,7 @@ def derive(
                 F.lit(message).alias("error"), F.col("raw").alias("failing_record"),
             )
         )
-    if snapshot_landings:
+    if any_snapshots:
         errors.append(snapshot_errors(accepted.where(misfit), batch))
         with step("silver.snapshots"):
             append(snapshots(classified, snapshot_landings, batch), _t(channel, "snapshots"), "silver.snapshots", batch)
@@ -753,18 +786,23 @@ def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, tab
     )
 
 
+def snapshot_record(landings: list[str]) -> Column:
+    """A record of a snapshot transaction: from a ``snapshot`` landing folder, or a
+    snapshot read of a capture that marks them (Debezium ``op`` r)."""
+    per_record = F.col("_txn_mode").isin(*SNAPSHOT_MODES)
+    return (F.col("_landing").isin(*landings) | per_record) if landings else per_record
+
+
 def snapshot_misfits(landings: list[str]) -> Column:
-    """Records of a snapshot landing that a snapshot may not hold (false without one)."""
-    if not landings:
-        return F.lit(False)
-    return F.col("_landing").isin(*landings) & ~F.col("command_type").isin(*SNAPSHOT_COMMANDS)
+    """Records of a snapshot transaction that a snapshot may not hold."""
+    return snapshot_record(landings) & ~F.col("command_type").isin(*SNAPSHOT_COMMANDS)
 
 
 def snapshots(classified: DataFrame, landings: list[str], batch: int) -> DataFrame:
     """A row per table of each released snapshot transaction: the source table (the
     instantiation SCN belongs to it) and the snapshot's SCN, whatever the rules kept. A
     transaction that is not a snapshot (``snapshot_errors``) instantiates nothing."""
-    rows = classified.where(F.col("_landing").isin(*landings) & F.col("_bucket").isin("accepted", "discarded", "rule_error"))
+    rows = classified.where(snapshot_record(landings) & F.col("_bucket").isin("accepted", "discarded", "rule_error"))
     shaped = rows.groupBy("source_database", "transaction_id").agg(
         F.count_if(snapshot_misfits(landings)).alias("_other")).where("_other = 0")
     return rows.join(shaped, ["source_database", "transaction_id"], "left_semi").groupBy(
