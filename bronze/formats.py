@@ -103,7 +103,8 @@ def _native(**fields: Column | None) -> Column:
     return F.to_variant_object(F.named_struct(*parts))
 
 
-def _first(checks: list[tuple[Column, str | Column]]) -> Column:
+def first_reason(checks: list[tuple[Column, str | Column]]) -> Column:
+    """The reason of the first check that holds, in order; NULL when none does."""
     out: Column | None = None
     for cond, reason in reversed(checks):
         value = reason if isinstance(reason, Column) else F.lit(reason)
@@ -184,7 +185,7 @@ def debezium(lines: DataFrame, source_database: str) -> DataFrame:
         .when(is_read, F.lit("snapshot"))
         .otherwise(F.col("_txn_mode"))
     )
-    reason = _first([
+    reason = first_reason([
         (_kind(src) == "VOID", "a Kafka tombstone (JSON null), not a change event: set tombstones.on.delete=false"),
         (~(is_tx | is_ddl | is_dml), "not a Debezium event: no op, ddl or status field"),
         (is_tx & ~status.isin("BEGIN", "END"),
@@ -244,7 +245,7 @@ def goldengate(lines: DataFrame, source_database: str) -> DataFrame:
         position=_number(e, "$.pos"),
         commit_time=_str(e, "$.op_ts"),
     )
-    reason = _first([
+    reason = first_reason([
         (~_has(e, "$.op_type") & ~_has(e, "$.table"), "not a GoldenGate JSON operation: no table or op_type field"),
         (~F.coalesce(op.isin(*GOLDENGATE_OPS), F.lit(False)),
          F.concat(F.lit("GoldenGate op_type '"), F.coalesce(op, F.lit("?")), F.lit("' is not one of I, U, D, T"))),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from bronze.formats import CONVERTERS
+from bronze.formats import CONVERTERS, first_reason
 from lakestreams.config import GLOBAL_NAME_JAVA, Landing
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "TRUNCATE")
@@ -151,11 +151,7 @@ def _reason() -> Column:
         (is_row & cmd.isin("UPDATE", "LOB_UPDATE") & ~_present("new_values"), "UPDATE without new_values"),
         (is_row & cmd.isin("UPDATE", "LOB_UPDATE", "DELETE") & ~_present("old_values"), "UPDATE/DELETE without old_values"),
     ]
-    out: Column | None = None
-    for cond, reason in reversed(checks):
-        value = reason if isinstance(reason, Column) else F.lit(reason)
-        out = F.when(cond, value).otherwise(out) if out is not None else F.when(cond, value)
-    return out
+    return first_reason(checks)
 
 
 def parse_lines(lines: DataFrame, landing: Landing | None = None) -> DataFrame:
