@@ -51,6 +51,8 @@ GOLDENGATE_OPS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "T": "TRUNCATE"}
 DEBEZIUM_UNAVAILABLE = "__debezium_unavailable_value"
 #: ``_txn_mode`` of the rows of a snapshot transaction; the last one closes it.
 SNAPSHOT_MODES = ("snapshot", "snapshot_end")
+#: Formats that mark snapshot reads per record (in any folder, not only ``snapshot: true`` ones).
+SNAPSHOT_MARKING_FORMATS = ("debezium",)
 
 _POSITION_SPACE = 1 << 62
 

@@ -768,12 +768,11 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             raise ConfigError(f"{where}.snapshot: expected true or false, found {ld['snapshot']!r}")
         fmt = _choice(ld["format"], f"{where}.format", LANDING_FORMATS)
         # Debezium completes a transaction by its END event; GoldenGate JSON has no commit
-        # record, so its transactions must lie whole in one file.
-        natural = {"native": None, "debezium": "commit_records", "goldengate": "whole_file"}[fmt]
-        txn = ld["transactions"] if ld["transactions"] is not None else natural or "commit_records"
-        txn = _choice(txn, f"{where}.transactions", TRANSACTION_MODES)
-        if natural is not None and txn != natural:
-            raise ConfigError(f"{where}.transactions: a {fmt} landing folder is {natural} (found {txn!r})")
+        # record, so its transactions must lie whole in one file. Native folders choose.
+        default = "whole_file" if fmt == "goldengate" else "commit_records"
+        txn = _choice(ld["transactions"] or default, f"{where}.transactions", TRANSACTION_MODES)
+        if fmt != "native" and txn != default:
+            raise ConfigError(f"{where}.transactions: a {fmt} landing folder is {default} (found {txn!r})")
         sdb = ld["source_database"]
         if fmt == "native" and sdb is not None:
             raise ConfigError(f"{where}.source_database: native records name their source database; "

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from bronze.formats import SNAPSHOT_MODES
+from bronze.formats import SNAPSHOT_MARKING_FORMATS, SNAPSHOT_MODES
 from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
 from lakestreams.config import Channel
@@ -687,8 +687,7 @@ def derive(
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     accepted = classified.where("_bucket = 'accepted'")
     snapshot_landings = [ld.name for ld in channel.landing if ld.snapshot]
-    # Debezium marks snapshot reads per record, in any of its folders.
-    any_snapshots = bool(snapshot_landings) or any(ld.format == "debezium" for ld in channel.landing)
+    any_snapshots = bool(snapshot_landings) or any(ld.format in SNAPSHOT_MARKING_FORMATS for ld in channel.landing)
     # Records that do not belong in a snapshot go to the error queue, not a change table.
     misfit = snapshot_misfits(snapshot_landings)
     errors = [
