@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats lint clean
+.PHONY: demo test bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats bench-claims lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench-run-cost: $(STAMP)
 
 bench-formats: $(STAMP)
 	$(PY) bench/formats.py $(BENCH_ARGS)
+
+bench-claims: $(STAMP)
+	$(PY) bench/claims.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bronze.records import BRONZE_DDL, QUARANTINE_DDL, parse_lines, to_bronze, to_quarantine
+from bronze.records import (
+    BRONZE_DDL,
+    POSITION_KEY,
+    QUARANTINE_DDL,
+    parse_lines,
+    position_claims,
+    to_bronze,
+    to_quarantine,
+)
 from lakestreams.config import Channel, Landing
 from lakestreams.delta_io import append
 
@@ -50,6 +58,7 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
     app = f"{channel.name}.{landing.name}"
 
     def write(batch: DataFrame, batch_id: int) -> None:
+        spark = batch.sparkSession
         parsed = (
             batch.withColumn("_landing", F.lit(landing.name))
             .withColumn("_txn_mode", F.lit(landing.transactions))
@@ -58,24 +67,45 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
             .transform(lambda lines: parse_lines(lines, landing))
             .persist()
         )
+        rows = None
         try:
-            tally = parsed.agg(
-                F.count_if(F.col("_reason").isNull()).alias("ok"),
-                F.count_if(F.col("_reason").isNotNull()).alias("bad"),
+            rows = position_claims(to_bronze(parsed), _holders(spark, bronze_table, to_bronze(parsed))).persist()
+            clashes = rows.where(F.col("_claim_reason").isNotNull()).select(
+                "raw", F.col("_claim_reason").alias("reason"), "_landing", "_source_file", "_ingest_batch", "_ingested_at"
+            )
+            # One row of counts per micro-batch: metadata.
+            tally = rows.agg(
+                F.count_if(F.col("_claim_reason").isNull()).alias("ok"),
+                F.count_if(F.col("_claim_reason").isNotNull()).alias("clash"),
             ).first()
-            ok, bad = int(tally["ok"]), int(tally["bad"])
+            ok = int(tally["ok"])
+            bad = int(tally["clash"]) + parsed.where(F.col("_reason").isNotNull()).count()
             # An empty write would still commit a table version: skip it.
             if ok:
-                append(to_bronze(parsed), bronze_table, f"bronze:{app}", batch_id)
+                append(rows.where(F.col("_claim_reason").isNull()).drop("_claim_reason"), bronze_table, f"bronze:{app}", batch_id)
             if bad:
-                append(to_quarantine(parsed), quarantine_table, f"quarantine:{app}", batch_id)
+                append(to_quarantine(parsed).unionByName(clashes), quarantine_table, f"quarantine:{app}", batch_id)
             counts.batches += 1
             counts.records += ok
             counts.quarantined += bad
         finally:
+            if rows is not None:
+                rows.unpersist()
             parsed.unpersist()
 
     return write
+
+
+def _holders(spark: SparkSession, bronze_table: str, rows: DataFrame) -> DataFrame | None:
+    """The bronze records that already hold a position this batch claims, or None when
+    none does (the common case: one scan of three key columns, no payload read)."""
+    keys = list(POSITION_KEY)
+    bronze = spark.table(bronze_table.replace("`", ""))
+    claimed = rows.where(F.col("position").isNotNull()).select(*keys).distinct()
+    # A limit-1 count: metadata, not change data.
+    if bronze.select(*keys).join(claimed, keys, "left_semi").limit(1).count() == 0:
+        return None
+    return bronze
 
 
 def ingest_landing(spark: SparkSession, channel: Channel, landing: Landing) -> IngestCounts:

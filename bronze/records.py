@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from bronze.formats import CONVERTERS, first_reason
 from lakestreams.config import GLOBAL_NAME_JAVA, Landing
@@ -110,7 +111,12 @@ def _reason() -> Column:
     src_kind = F.schema_of_variant(F.col("_src"))
     checks: list[tuple[Column, str | Column]] = [
         (F.trim(F.col("raw")) == "", "empty line"),
+        (
+            ~F.expr("is_valid_utf8(raw)"),
+            "line is not valid UTF-8 (the capture must write UTF-8: check the character set it writes files in)",
+        ),
         (F.col("_src").isNull(), "not valid JSON"),
+        (F.col("_more"), "more than one JSON value on the line (one change record per line)"),
         (F.coalesce(~src_kind.startswith("OBJECT"), F.lit(False)) & F.col("_format_reason").isNull(), "not a JSON object"),
         (F.col("_format_reason").isNotNull(), F.col("_format_reason")),
     ]
@@ -158,7 +164,12 @@ def parse_lines(lines: DataFrame, landing: Landing | None = None) -> DataFrame:
     """Lines (``raw``, ``_source_file``, …) → the same rows with ``_v`` (the line as a
     native change record), ``_reason`` and helper columns. A Debezium or GoldenGate
     landing folder's lines are mapped onto the native record first (:mod:`bronze.formats`)."""
-    parsed = lines.withColumn("_src", F.try_parse_json("raw"))
+    # Parsed as the one element of an array: a JSON reader stops after the first value, so
+    # a line holding two records (or a record and garbage) would otherwise lose the rest.
+    parsed = lines.withColumn("_src", F.try_parse_json(F.concat(F.lit("["), F.col("raw"), F.lit("]")))).withColumns({
+        "_more": F.expr("variant_get(_src, '$[1]') IS NOT NULL"),
+        "_src": F.expr("variant_get(_src, '$[0]')"),
+    })
     fmt = landing.format if landing is not None else "native"
     if fmt == "native":
         parsed = parsed.withColumns({"_v": F.col("_src"), "_format_reason": F.lit(None).cast("string")})
@@ -190,6 +201,59 @@ def to_bronze(parsed: DataFrame) -> DataFrame:
         F.col("_ingested_at"),
     ]
     return parsed.where(F.col("_reason").isNull()).select(*cols)
+
+
+def record_hash() -> Column:
+    """Identity of a bronze record's payload: the same change landed twice hashes the same."""
+    parts = [
+        F.coalesce(F.col(c).cast("string"), F.lit("\u0000"))
+        for c in (
+            "source_database", "command_type", "object_owner", "object_name", "object_type",
+            "base_table_owner", "base_table_name", "ddl_text", "transaction_id", "scn",
+            "commit_scn", "position", "commit_time", "tag", "event_count",
+        )
+    ]
+    parts += [F.coalesce(F.to_json(F.col(c)), F.lit("\u0000")) for c in ("old_values", "new_values")]
+    return F.sha2(F.concat_ws("\u0001", *parts), 256)
+
+
+POSITION_KEY = ("source_database", "transaction_id", "position")
+
+
+def position_claims(rows: DataFrame, accepted: DataFrame | None) -> DataFrame:
+    """Bronze rows → the same rows with ``_claim_reason`` set on those whose
+    ``(source_database, transaction_id, position)`` is held by a different record.
+
+    A position belongs to the first record that claimed it: one already in bronze
+    (``accepted``), else the first of this batch in (file, line text) order. The same
+    payload again is a duplicate (silver counts it) and keeps its place; a different
+    payload cannot be told apart from the right one by anything but landing order, so it
+    goes to quarantine with the file of the record that holds the position. Control
+    records have no position and claim nothing.
+    """
+    keys = list(POSITION_KEY)
+    rows = rows.withColumn("_h", record_hash())
+    w = Window.partitionBy(*keys).orderBy("_source_file", "raw")
+    first = rows.withColumns({"_fh": F.first("_h").over(w), "_ff": F.first("_source_file").over(w)})
+    if accepted is not None:
+        held = (
+            accepted.join(rows.where(F.col("position").isNotNull()).select(*keys).distinct(), keys, "left_semi")
+            .withColumn("_ah", record_hash())
+            .groupBy(*keys)
+            .agg(F.min("_ah").alias("_ah"), F.min("_source_file").alias("_af"))
+        )
+        first = first.join(held, keys, "left")
+    else:
+        first = first.withColumns({"_ah": F.lit(None).cast("string"), "_af": F.lit(None).cast("string")})
+    holder_hash = F.coalesce("_ah", "_fh")
+    clash = F.col("position").isNotNull() & (F.col("_h") != holder_hash)
+    reason = F.concat(
+        F.lit("another record with a different payload holds position "), F.col("position").cast("string"),
+        F.lit(" of transaction "), F.col("transaction_id"), F.lit(" from "), F.col("source_database"),
+        F.lit(" (landed in "), F.coalesce("_af", "_ff"),
+        F.lit("); a position belongs to one change: fix the capture and land the right record once"),
+    )
+    return first.select(*BRONZE_COLUMNS, F.when(clash, reason).alias("_claim_reason"))
 
 
 def to_quarantine(parsed: DataFrame) -> DataFrame:

@@ -64,6 +64,7 @@ from silver.run import (
     released_records,
     retry_request,
     unfinished_rebuild,
+    without_inconsistent,
 )
 from silver.simulate import released_history
 
@@ -249,10 +250,11 @@ def _rederive(spark: SparkSession, channel: Channel, batch: int, txns: DataFrame
     mine = ledger.join(txns, ["source_database", "transaction_id"], "left_semi")
     result = SilverResult(batch)
     clients = build_clients(channel)
-    classified = classify(released_records(mine, transactions), clients).persist()
+    released, inconsistent = without_inconsistent(released_records(mine, transactions), batch)
+    classified = classify(released, clients).persist()
     try:
-        append(late_errors(mine, transactions, batch), channel.storage.table("silver", "txn_errors"),
-               "silver.txn_errors.late", batch)
+        append(late_errors(mine, transactions, batch).unionByName(inconsistent),
+               channel.storage.table("silver", "txn_errors"), "silver.txn_errors.late", batch)
         derive(spark, channel, batch, classified, clients, load_revisions(spark, channel), result)
     finally:
         classified.unpersist()

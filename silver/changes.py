@@ -74,6 +74,13 @@ def _column_errors(image: str, label: str, c: ColumnDef) -> list[Column]:
             F.lit(f"{label} value of {c.name} does not convert to {t.oracle} ({t.spark})"),
         )
     ]
+    if t.max_digits:
+        errs.append(
+            F.when(
+                F.abs(typed) >= F.lit(10**t.max_digits),
+                F.lit(f"{label} value of {c.name} has more than {t.max_digits} digits ({t.oracle})"),
+            )
+        )
     if t.max_length:
         errs.append(
             F.when(

@@ -18,7 +18,7 @@ from pyspark.sql.window import Window
 
 from bronze.formats import SNAPSHOT_MARKING_FORMATS, SNAPSHOT_MODES
 from bronze.ingest import BRONZE_TABLE
-from bronze.records import BRONZE_COLUMNS, BRONZE_DDL
+from bronze.records import BRONZE_COLUMNS, BRONZE_DDL, record_hash
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state
 from lakestreams.errors import ReplicationError
@@ -222,20 +222,6 @@ def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] |
     batch = last_batch + 1
     log_state(spark, _t(channel, "runs"), (batch, last_to + 1, latest, "started"), RUN_ROW, "silver.runs.start", batch)
     return batch, last_to + 1, latest
-
-
-def record_hash() -> F.Column:
-    """Identity of a record's payload: the same change landed twice hashes the same."""
-    parts = [
-        F.coalesce(F.col(c).cast("string"), F.lit("\u0000"))
-        for c in (
-            "source_database", "command_type", "object_owner", "object_name", "object_type",
-            "base_table_owner", "base_table_name", "ddl_text", "transaction_id", "scn",
-            "commit_scn", "position", "commit_time", "tag", "event_count",
-        )
-    ]
-    parts += [F.coalesce(F.to_json(F.col(c)), F.lit("\u0000")) for c in ("old_values", "new_values")]
-    return F.sha2(F.concat_ws("\u0001", *parts), 256)
 
 
 def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> DataFrame:
@@ -473,9 +459,45 @@ def released_records(ledger: DataFrame, transactions: DataFrame) -> DataFrame:
         .join(txns, ["source_database", "transaction_id"])
         .where(F.col("silver_batch") <= F.col("released_batch"))
         # The COMMIT record (or the whole file) fixes the transaction's commit SCN and time.
+        .withColumn("_record_commit_scn", F.col("commit_scn"))
         .withColumn("commit_scn", F.coalesce("_txn_commit_scn", "commit_scn"))
         .withColumn("commit_time", F.coalesce("_txn_commit_time", "commit_time"))
     )
+
+
+def inconsistent_records(released: DataFrame, batch: int) -> DataFrame:
+    """Records that contradict their own transaction: a commit SCN other than the one
+    the transaction committed at, or an SCN below that of an earlier position (SCNs do
+    not go backwards inside a transaction). The transaction cannot be trusted: it goes
+    to the error queue whole."""
+    w = Window.partitionBy("source_database", "transaction_id").orderBy("position")
+    rows = released.where(~is_control_record() & ~is_ddl_lcr() & (F.col("status") == "COMMITTED"))
+    earlier_scn = F.max("scn").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    error = (
+        F.when(
+            F.col("_record_commit_scn") != F.col("commit_scn"),
+            F.concat(F.lit("record at position "), F.col("position").cast("string"), F.lit(" carries commit SCN "),
+                     F.col("_record_commit_scn").cast("string"), F.lit(" but its transaction committed at SCN "),
+                     F.col("commit_scn").cast("string"), F.lit(": the records of one transaction disagree")),
+        ).when(
+            F.col("scn") < earlier_scn,
+            F.concat(F.lit("SCN goes backwards inside the transaction: position "), F.col("position").cast("string"),
+                     F.lit(" has SCN "), F.col("scn").cast("string"), F.lit(" below "), earlier_scn.cast("string"),
+                     F.lit(" of an earlier position")),
+        )
+    )
+    return rows.withColumn("error", error).where(F.col("error").isNotNull()).select(
+        F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id", "error",
+        F.col("raw").alias("failing_record"), "position",
+    )
+
+
+def without_inconsistent(released: DataFrame, batch: int) -> tuple[DataFrame, DataFrame]:
+    """(released records less those that contradict their transaction, their errors): a
+    record in ``txn_errors`` reaches no change table, so it is counted once, as an error."""
+    bad = inconsistent_records(released, batch)
+    keys = ["source_database", "transaction_id", "position"]
+    return released.join(bad.select(*keys), keys, "left_anti"), bad.drop("position")
 
 
 def classify(released: DataFrame, clients: list[Client]) -> DataFrame:
@@ -838,9 +860,10 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     with step("silver.transactions"):
         released_txns = _transactions_step(spark, channel, batch, new).persist()
         txns = spark.table(_t(channel, "transactions").replace("`", ""))
-        append(late_errors(new, txns, batch), _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
-    ledger = spark.table(_t(channel, "ledger").replace("`", ""))
-    released = released_records(ledger, released_txns)
+        ledger = spark.table(_t(channel, "ledger").replace("`", ""))
+        released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
+        append(late_errors(new, txns, batch).unionByName(inconsistent),
+               _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
     clients = build_clients(channel)
     classified = classify(released, clients).persist()
     try:

@@ -2,8 +2,8 @@
 
 | Oracle type                                   | Spark type                  | notes                                   |
 |-----------------------------------------------|-----------------------------|-----------------------------------------|
-| NUMBER(p) / NUMBER(p,0), p ≤ 9                | INT                         |                                         |
-| NUMBER(p) / NUMBER(p,0), 10 ≤ p ≤ 18          | BIGINT                      |                                         |
+| NUMBER(p) / NUMBER(p,0), p ≤ 9                | INT                         | more than p digits is an error          |
+| NUMBER(p) / NUMBER(p,0), 10 ≤ p ≤ 18          | BIGINT                      | more than p digits is an error          |
 | NUMBER(p) / NUMBER(p,0), p > 18               | DECIMAL(p,0)                |                                         |
 | NUMBER(p,s), s > 0                            | DECIMAL(p,s)                | s > p or s < 0: DECIMAL(38, max(s,0))   |
 | NUMBER, NUMBER(*), NUMERIC, DECIMAL, DEC      | policy `number_without_precision`: `decimal` → DECIMAL(38,10) (default), `double` → DOUBLE, `string` → STRING |
@@ -25,6 +25,7 @@ result is, independent of ``spark.sql.ansi.enabled`` (which dbt switches off).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -44,6 +45,14 @@ class ColumnType:
     max_length: int | None = None
     empty_is_null: bool = False
     hex_binary: bool = False
+
+    @property
+    def max_digits(self) -> int | None:
+        """NUMBER(p) held in INT/BIGINT: Oracle holds at most p digits, the Spark type more."""
+        if self.spark not in ("INT", "BIGINT"):
+            return None
+        m = re.match(r"(?:NUMBER|NUMERIC|DEC(?:IMAL)?)\s*\(\s*(\d+)", self.oracle.upper())
+        return int(m.group(1)) if m else None
 
 
 def int_params(dt: exp.DataType) -> list[int | None]:

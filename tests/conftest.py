@@ -60,7 +60,8 @@ def write_lines(channel: Channel, landing: str, filename: str, records: list) ->
     folder = next(ld.path for ld in channel.landing if ld.name == landing)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / filename
-    with path.open("w") as f:
+    # surrogateescape: a corpus line may carry bytes that are not UTF-8 on purpose.
+    with path.open("w", encoding="utf-8", errors="surrogateescape") as f:
         for r in records:
             f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
     return path

@@ -1,0 +1,93 @@
+"""Bad input on a bad day: every kind of the corpus (``tests/bad_records.py``) ends in
+quarantine or the error queue with its reason, the good transactions around it are
+applied once, copies are duplicates, and every record is accounted for."""
+
+from __future__ import annotations
+
+import json
+
+from bad_records import CORPUS_DDL, LINES, TRANSACTIONS
+from chispa import assert_df_equality
+from conftest import make_channel, table_versions, write_lines
+from records import Txn
+
+from lakestreams.audit import run_audit
+from lakestreams.pipeline import run_pipeline
+
+
+def _landed_as(text: str) -> str:
+    """A line as Spark reads it back: bytes that are not UTF-8 become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    good = [
+        *Txn("t.create", 100).ddl(CORPUS_DDL, name="CORPUS").commit(),
+        *Txn("t.good", 200).row("INSERT", "CORPUS", new={"ID": 1, "NAME": "a"})
+        .row("INSERT", "CORPUS", new={"ID": 2, "NAME": "b", "BORN": "1990-05-01T00:00:00"}).commit(),
+    ]
+    late = Txn("t.late", 210).row("INSERT", "CORPUS", new={"ID": 4, "NAME": "d"}).row(
+        "INSERT", "CORPUS", new={"ID": 5, "NAME": "lands after its COMMIT"}).commit()
+    clash = Txn("t.clash", 220).row("INSERT", "CORPUS", new={"ID": 3, "NAME": "c"}).commit()
+    claimed_again = dict(clash[0], new_values={"ID": 3, "NAME": "other"})
+    write_lines(ch, "src", "f1.jsonl", good)
+    write_lines(ch, "src", "f2.jsonl", [r for _, _, txn, _ in TRANSACTIONS for r in txn])
+    write_lines(ch, "src", "f3.jsonl", [text for _, text, _ in LINES])
+    write_lines(ch, "src", "f4.jsonl", [*clash, late[0], late[2]])
+    # In the same batch: the later file's different record for t.clash position 1.
+    write_lines(ch, "src", "f5.jsonl", [claimed_again])
+    run_pipeline(spark, ch)
+
+    # The next day: f1 copied again under another name, t.late's missing record, and a
+    # different record for a position bronze already holds.
+    write_lines(ch, "src", "g1.jsonl", good)
+    write_lines(ch, "src", "g2.jsonl", [late[1], dict(good[2], new_values={"ID": 1, "NAME": "rewritten"})])
+    run_pipeline(spark, ch)
+
+    quarantine = {
+        r["raw"]: r["reason"]
+        for r in spark.table(ch.storage.table("bronze", "quarantine").replace("`", "")).collect()
+    }
+    for kind, text, reason in LINES:
+        assert quarantine[_landed_as(text)].startswith(reason), (kind, quarantine[_landed_as(text)])
+    assert quarantine[json.dumps(claimed_again)] == (
+        "another record with a different payload holds position 1 of transaction t.clash from DBS1.EXAMPLE.COM "
+        f"(landed in file:{ch.landing[0].path}/f4.jsonl); a position belongs to one change: fix the capture "
+        "and land the right record once"
+    )
+    assert "holds position 1 of transaction t.good" in quarantine[json.dumps(dict(good[2], new_values={
+        "ID": 1, "NAME": "rewritten"}))]
+    assert len(quarantine) == len(LINES) + 2
+
+    queue = {
+        r["source_transaction_id"]: r["error_message"]
+        for r in spark.table(ch.storage.table("gold", "apply_error").replace("`", "")).collect()
+    }
+    for kind, txid, _, fragment in TRANSACTIONS:
+        assert fragment in queue.get(txid, ""), (kind, queue.get(txid))
+    assert "landed after its transaction was complete" in queue["t.late"]
+    assert set(queue) == {txid for _, txid, _, _ in TRANSACTIONS} | {"t.late"}
+
+    # Around all that, the good transactions are applied once (t.late before its record
+    # came late; the copy of f1 is a duplicate).
+    gold = spark.table(f"{ch.storage.schema_name('gold')}.hr__corpus")
+    assert_df_equality(
+        gold.selectExpr("ID", "NAME", "CAST(BORN AS STRING) AS BORN"),
+        spark.createDataFrame(
+            [(1, "a", None), (2, "b", "1990-05-01 00:00:00"), (3, "c", None), (4, "d", None)],
+            "ID INT, NAME STRING, BORN STRING",
+        ),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert audit.quarantined == len(LINES) + 2
+    assert audit.buckets["duplicate"] == len(good)
+    errors = sum(len(txn) - 1 for _, _, txn, _ in TRANSACTIONS)  # COMMIT records are control
+    assert audit.buckets["error"] == errors + 1  # and t.late's late record
+
+    # Nothing new: a third run writes no table version.
+    before = table_versions(spark, ch)
+    run_pipeline(spark, ch)
+    assert table_versions(spark, ch) == before
