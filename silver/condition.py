@@ -36,7 +36,9 @@ ACCESS = {  # AnyData access member (lower case) -> (its spelling, the type it r
     "accessdate": ("AccessDate", DATE),
     "accesstimestamp": ("AccessTimestamp", DATE),
 }
-_NAME = re.compile(r"[A-Za-z0-9_$#]+")
+#: A column name as written (checked before an unquoted name folds to upper case, so that
+#: no other character folds into one of these); Oracle's limit is 128 characters.
+_NAME = re.compile(r"[A-Za-z0-9_$#]{1,128}")
 _NUMERIC = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 _HEX = re.compile(r"[0-9A-Fa-f]*")
 _DECIMAL = Context(prec=80)  # wide enough that checking a literal never rounds it
@@ -247,6 +249,14 @@ _TYPED_LITERALS = {
 _ACCESS_LIST = ", ".join(f"{m}()" for m, _ in ACCESS.values())
 
 
+def _folded(e: exp.Expression | None) -> str | None:
+    """An identifier as Oracle resolves it: unquoted folds to upper case, quoted ("dual",
+    another table than DUAL) stays as written."""
+    if not isinstance(e, exp.Identifier):
+        return None
+    return e.this if e.quoted else e.this.upper()
+
+
 def _plain(e: exp.Expression) -> exp.Expression:
     while isinstance(e, exp.Paren):
         e = e.this
@@ -322,6 +332,15 @@ class _Reader:
         if root is None:
             raise self.error("the text is empty", 0, _BOOLEAN)
         if not isinstance(root, (exp.Condition, exp.Subquery)):
+            # Text after a whole condition reads as an alias ("... = 'X' secrets") or a set operation.
+            if isinstance(root, exp.Alias):
+                alias = root.args["alias"]
+                raise self.error(f"{alias.name!r} after the condition is not allowed", self.pos(alias), _BOOLEAN)
+            if isinstance(root, exp.SetOperation):  # UNION, INTERSECT, MINUS
+                tok = next((t for t in self.tokens if t.token_type != TokenType.STRING
+                            and t.text.upper() in ("UNION", "INTERSECT", "MINUS", "EXCEPT")), None)
+                word = tok.text.upper() if tok else root.key.upper()
+                raise self.error(f"{word} is not allowed", tok.start if tok else 0, _BOOLEAN)
             first = self.tokens[0]
             raise self.error(f"statement {first.text.upper()} is not allowed", first.start, _BOOLEAN)
         return root
@@ -442,8 +461,8 @@ class _Reader:
         table = frm.this if frm else None
         dual = (
             isinstance(table, exp.Table)
-            and table.name.upper() == "DUAL"
-            and table.text("db").upper() in ("", "SYS")
+            and _folded(table.this) == "DUAL"
+            and (not table.args.get("db") or _folded(table.args["db"]) == "SYS")
             and not any(v for k, v in table.args.items() if k not in ("this", "db"))
             and not any(v for k, v in frm.args.items() if k != "this")
         )
@@ -520,9 +539,10 @@ class _Reader:
     def column(self, e: exp.Column) -> Value:
         if e.table:
             raise self.error(f"qualified column {e.sql(dialect=_ORACLE)} is not allowed", self.pos(e))
+        if not _NAME.fullmatch(e.this.this):
+            raise self.error(f"column name {e.this.this!r} is not allowed", self.pos(e),
+                             "at most 128 letters, digits, _ $ #")
         name = e.this.this if e.this.quoted else e.name.upper()
-        if not _NAME.fullmatch(name):
-            raise self.error(f"column name {name!r} is not allowed", self.pos(e), "letters, digits, _ $ #")
         if self.resolve_column is None:
             raise self.error(f"column reference {name} is not allowed", self.pos(e),
                              f":dml.get_value('NEW','\"{name}\"') with an Access call such as AccessNumber()")
@@ -568,12 +588,14 @@ class _Reader:
             raise self.error("get_value takes two or three string literals", self.pos(call), shape)
         image, column = args[0].this.upper(), args[1].this
         use_old = args[2].this.upper() if len(args) == 3 else "Y"
-        name = column[1:-1] if len(column) > 1 and column[0] == column[-1] == '"' else column.upper()
+        quoted = len(column) > 1 and column[0] == column[-1] == '"'
+        written = column[1:-1] if quoted else column
         if image not in ("OLD", "NEW") or use_old not in ("Y", "N"):
             raise self.error(f"get_value({image!r}, ..., {use_old!r}) is not allowed", self.pos(call), shape)
-        if not _NAME.fullmatch(name):
+        if not _NAME.fullmatch(written):
             raise self.error(f"column name {column!r} in get_value is not allowed", self.pos(args[1]),
-                             "letters, digits, _ $ #")
+                             "at most 128 letters, digits, _ $ #")
+        name = written if quoted else written.upper()
         self.value_columns.add((image, name))
         return GetValue(image, name, use_old == "Y")
 

@@ -28,6 +28,7 @@ from silver.dictionary import (
     parse_create_table,
     read_column,
     read_constraint,
+    refuse_subqueries,
     table_with_keys,
 )
 from silver.oracle_ddl import OracleDdl
@@ -219,6 +220,15 @@ def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:
     return tuple(actions)
 
 
+def _one_table(tables: list[exp.Expression], what: str) -> exp.Expression:
+    """The one table of a DROP or TRUNCATE: Oracle's take one, and acting on the first of a
+    list would leave the others unsaid."""
+    if len(tables) != 1:
+        names = ", ".join(t.sql("oracle") for t in tables)
+        raise DdlError(f"{what} names one table in Oracle; this one names {len(tables)}: {names}")
+    return tables[0]
+
+
 def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     """A DDL record's text as a ``DdlStatement``.
 
@@ -243,6 +253,8 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     if len(trees) != 1:
         raise DdlError(f"a DDL record holds one statement; this one holds {len(trees)}")
     tree = trees[0]
+    if isinstance(tree, exp.Alter):
+        refuse_subqueries(tree)  # CREATE TABLE: parse_create_table checks its column list
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         if isinstance(tree.this, exp.Schema):
             t = parse_create_table(text, number_policy, tree=tree)
@@ -253,11 +265,10 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
         owner, name = _name(tree.this)
         return DdlStatement("ALTER TABLE", "TABLE", owner, name, _alter_actions(tree, number_policy))
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
-        tables = tree.args.get("tables") or [tree.this]
-        owner, name = _name(tables[0])
+        owner, name = _name(_one_table(tree.args.get("tables") or [tree.this], "DROP TABLE"))
         return DdlStatement("DROP TABLE", "TABLE", owner, name)
     if isinstance(tree, exp.TruncateTable):
-        owner, name = _name(tree.expressions[0])
+        owner, name = _name(_one_table(tree.expressions, "TRUNCATE TABLE"))
         return DdlStatement("TRUNCATE TABLE", "TABLE", owner, name)
     if isinstance(tree, exp.Command):
         raise DdlError(f"statement not understood by the DDL parser: {text.strip()[:80]}")

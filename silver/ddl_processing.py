@@ -68,6 +68,13 @@ def process_ddl(
     def execute(target: TargetDdl) -> None:
         if source is None:
             raise DdlExecutionError(reading.code or DDL, reading.reason)
+        stmt = target.statement
+        if stmt is not None and stmt.name is not None and target.name is not None:
+            # _change leaves names out (a MAP changes them): the name must still be the target's.
+            acts_on = ObjectName(stmt.owner or target.name.owner, stmt.name)
+            if acts_on != target.name:
+                raise DdlExecutionError(DDL, f"DDLSUBST made the statement act on {acts_on}, not on its target "
+                                             f"{target.name}")
         if target.statement is not None and _change(target.statement) != _change(source):
             raise DdlExecutionError(DDL, "DDLSUBST changed what the statement does to the table; the target "
                                          "follows the source dictionary and cannot take another change")

@@ -63,12 +63,12 @@ SAFE_NAME = IDENTIFIER  # the channel file's identifier rule; always used with f
 def _ident(e: exp.Expression) -> str:
     """Oracle name resolution: unquoted names fold to upper case, quoted names are kept."""
     if isinstance(e, exp.Identifier):
-        name = e.this if e.quoted else e.this.upper()
-        if not SAFE_NAME.fullmatch(name):
+        # Checked as written: folded first, 'ſecrets' or 'regıons' would pass as SECRETS or REGIONS.
+        if not SAFE_NAME.fullmatch(e.this):
             raise DdlError(
-                f"name {name!r} is refused: names must be a letter then letters, digits, _, $ or # (at most 128)"
+                f"name {e.this!r} is refused: names must be a letter then letters, digits, _, $ or # (at most 128)"
             )
-        return name
+        return e.this if e.quoted else e.this.upper()
     if isinstance(e, exp.Column):
         return _ident(e.this)
     raise DdlError(f"expected a column name, found {e.sql('oracle')}")
@@ -157,6 +157,14 @@ def table_with_keys(
     return TableDef(owner, name, columns, key, kind, tuple(constraints))
 
 
+def refuse_subqueries(node: exp.Expression) -> None:
+    """Oracle allows no subquery in a DEFAULT, CHECK or virtual column (ORA-02251); one in a
+    table's DDL would name another table."""
+    sub = node.find(exp.Select, exp.Subquery)
+    if sub is not None:
+        raise DdlError(f"a subquery is not allowed in a table's DDL (ORA-02251): {sub.sql('oracle')[:80]}")
+
+
 def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.Expression | None = None) -> TableDef:
     """Parse an Oracle CREATE TABLE into a TableDef (``tree``: already parsed). The forms
     ``DBMS_METADATA`` prints (quoted names, constraint states, storage, LOB and partition
@@ -177,6 +185,7 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
     schema = tree.this
     if not isinstance(schema, exp.Schema):
         raise DdlError("CREATE TABLE without a column list (CREATE TABLE AS SELECT is not read yet)")
+    refuse_subqueries(schema)
     table = schema.this
     if not table.args.get("db"):
         raise DdlError("CREATE TABLE without an owner (expected owner.table)")

@@ -240,6 +240,11 @@ class MapRule:
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", _pattern(self.source, "MAP source"))
         target = _pattern(self.target, f"MAP {self.source} TARGET", target=True)
+        for part in _NAME_PATTERN.fullmatch(target).groups():
+            # A target part names tables (``*``: the source's part): "../etc" or "a`b" never can.
+            if not IDENTIFIER.fullmatch(part.strip('"').replace("*", "X")):
+                raise ConfigError(f"MAP {self.source} TARGET: {part!r} is not a plain name (a letter, then "
+                                  "letters, digits, _, $ or #; at most 128 characters; * for the source's part)")
         object.__setattr__(self, "target", target)
 
     def matches(self, name: ObjectName | None) -> bool:

@@ -238,6 +238,13 @@ def _rules_of(spec: RuleSpec, base_name: str, names: _Names, column_types=None) 
         out = []
         for kind, wanted in (("DML", spec.include_dml), ("DDL", spec.include_ddl)):
             if wanted:
+                if spec.and_condition:
+                    # Alone first: pasted into the generated text, an and_condition such as
+                    # "x = 1) OR (1 = 1" would close its parentheses and widen the whole rule.
+                    try:
+                        parse_condition(rewrite_lcr(spec.and_condition, kind.lower()))
+                    except RuleError as e:
+                        raise RuleError(f"and_condition must be one condition on its own: {e}") from None
                 text = system_condition(spec, kind)
                 parsed = parse_condition(text) if spec.and_condition else None
                 out.append(Rule(names.next(spec.table or spec.owner or base_name), kind, text, spec, parsed=parsed))
