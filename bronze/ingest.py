@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from bronze.records import (
     BRONZE_DDL,
+    CONTROL_COMMANDS,
     POSITION_KEY,
     QUARANTINE_DDL,
     parse_lines,
@@ -101,7 +102,9 @@ def _holders(spark: SparkSession, bronze_table: str, rows: DataFrame) -> DataFra
     none does (the common case: one scan of three key columns, no payload read)."""
     keys = list(POSITION_KEY)
     bronze = spark.table(bronze_table.replace("`", ""))
-    claimed = rows.where(F.col("position").isNotNull()).select(*keys).distinct()
+    # Control records (COMMIT, ROLLBACK, BEGIN) claim no position.
+    claimed = rows.where(F.col("position").isNotNull() & ~F.col("command_type").isin(*CONTROL_COMMANDS)).select(
+        *keys).distinct()
     # A limit-1 count: metadata, not change data.
     if bronze.select(*keys).join(claimed, keys, "left_semi").limit(1).count() == 0:
         return None

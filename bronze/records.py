@@ -229,15 +229,17 @@ def position_claims(rows: DataFrame, accepted: DataFrame | None) -> DataFrame:
     payload again is a duplicate (silver counts it) and keeps its place; a different
     payload cannot be told apart from the right one by anything but landing order, so it
     goes to quarantine with the file of the record that holds the position. Control
-    records have no position and claim nothing.
+    records (COMMIT, ROLLBACK, BEGIN) claim no position, even when they carry one.
     """
     keys = list(POSITION_KEY)
-    rows = rows.withColumn("_h", record_hash())
-    w = Window.partitionBy(*keys).orderBy("_source_file", "raw")
+    claims = F.col("position").isNotNull() & ~(F.col("command_type").isin(*CONTROL_COMMANDS) & F.col("ddl_text").isNull())
+    rows = rows.withColumns({"_h": record_hash(), "_claims": claims})
+    w = Window.partitionBy(*keys, "_claims").orderBy("_source_file", "raw")
     first = rows.withColumns({"_fh": F.first("_h").over(w), "_ff": F.first("_source_file").over(w)})
     if accepted is not None:
         held = (
-            accepted.join(rows.where(F.col("position").isNotNull()).select(*keys).distinct(), keys, "left_semi")
+            accepted.where(claims)
+            .join(rows.where("_claims").select(*keys).distinct(), keys, "left_semi")
             .withColumn("_ah", record_hash())
             .groupBy(*keys)
             .agg(F.min("_ah").alias("_ah"), F.min("_source_file").alias("_af"))
@@ -246,7 +248,7 @@ def position_claims(rows: DataFrame, accepted: DataFrame | None) -> DataFrame:
     else:
         first = first.withColumns({"_ah": F.lit(None).cast("string"), "_af": F.lit(None).cast("string")})
     holder_hash = F.coalesce("_ah", "_fh")
-    clash = F.col("position").isNotNull() & (F.col("_h") != holder_hash)
+    clash = F.col("_claims") & (F.col("_h") != holder_hash)
     reason = F.concat(
         F.lit("another record with a different payload holds position "), F.col("position").cast("string"),
         F.lit(" of transaction "), F.col("transaction_id"), F.lit(" from "), F.col("source_database"),
