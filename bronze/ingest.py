@@ -16,9 +16,9 @@ from pyspark.sql import functions as F
 
 from bronze.records import (
     BRONZE_DDL,
-    CONTROL_COMMANDS,
     POSITION_KEY,
     QUARANTINE_DDL,
+    claims_position,
     parse_lines,
     position_claims,
     to_bronze,
@@ -70,7 +70,8 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
         )
         rows = None
         try:
-            rows = position_claims(to_bronze(parsed), _holders(spark, bronze_table, to_bronze(parsed))).persist()
+            valid = to_bronze(parsed)
+            rows = position_claims(valid, _holders(spark, bronze_table, valid)).persist()
             clashes = rows.where(F.col("_claim_reason").isNotNull()).select(
                 "raw", F.col("_claim_reason").alias("reason"), "_landing", "_source_file", "_ingest_batch", "_ingested_at"
             )
@@ -102,9 +103,7 @@ def _holders(spark: SparkSession, bronze_table: str, rows: DataFrame) -> DataFra
     none does (the common case: one scan of three key columns, no payload read)."""
     keys = list(POSITION_KEY)
     bronze = spark.table(bronze_table.replace("`", ""))
-    # Control records (COMMIT, ROLLBACK, BEGIN) claim no position.
-    claimed = rows.where(F.col("position").isNotNull() & ~F.col("command_type").isin(*CONTROL_COMMANDS)).select(
-        *keys).distinct()
+    claimed = rows.where(claims_position()).select(*keys).distinct()
     # A limit-1 count: metadata, not change data.
     if bronze.select(*keys).join(claimed, keys, "left_semi").limit(1).count() == 0:
         return None

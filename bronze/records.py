@@ -220,6 +220,12 @@ def record_hash() -> Column:
 POSITION_KEY = ("source_database", "transaction_id", "position")
 
 
+def claims_position() -> Column:
+    """A bronze row claims its position: it has one and is not a control record (COMMIT,
+    ROLLBACK, BEGIN claim none, even when they carry one)."""
+    return F.col("position").isNotNull() & ~(F.col("command_type").isin(*CONTROL_COMMANDS) & F.col("ddl_text").isNull())
+
+
 def position_claims(rows: DataFrame, accepted: DataFrame | None) -> DataFrame:
     """Bronze rows → the same rows with ``_claim_reason`` set on those whose
     ``(source_database, transaction_id, position)`` is held by a different record.
@@ -228,11 +234,11 @@ def position_claims(rows: DataFrame, accepted: DataFrame | None) -> DataFrame:
     (``accepted``), else the first of this batch in (file, line text) order. The same
     payload again is a duplicate (silver counts it) and keeps its place; a different
     payload cannot be told apart from the right one by anything but landing order, so it
-    goes to quarantine with the file of the record that holds the position. Control
-    records (COMMIT, ROLLBACK, BEGIN) claim no position, even when they carry one.
+    goes to quarantine with the file of the record that holds the position. Which rows
+    claim a position: :func:`claims_position`.
     """
     keys = list(POSITION_KEY)
-    claims = F.col("position").isNotNull() & ~(F.col("command_type").isin(*CONTROL_COMMANDS) & F.col("ddl_text").isNull())
+    claims = claims_position()
     rows = rows.withColumns({"_h": record_hash(), "_claims": claims})
     w = Window.partitionBy(*keys, "_claims").orderBy("_source_file", "raw")
     first = rows.withColumns({"_fh": F.first("_h").over(w), "_ff": F.first("_source_file").over(w)})

@@ -253,11 +253,12 @@ def _rederive(spark: SparkSession, channel: Channel, batch: int, txns: DataFrame
     released, inconsistent = without_inconsistent(released_records(mine, transactions), batch)
     classified = classify(released, clients).persist()
     try:
-        append(late_errors(mine, transactions, batch).unionByName(inconsistent),
+        append(late_errors(mine, transactions, batch).unionByName(inconsistent.drop("position")),
                channel.storage.table("silver", "txn_errors"), "silver.txn_errors.late", batch)
         derive(spark, channel, batch, classified, clients, load_revisions(spark, channel), result)
     finally:
         classified.unpersist()
+        inconsistent.unpersist()
     return result
 
 

@@ -493,11 +493,12 @@ def inconsistent_records(released: DataFrame, batch: int) -> DataFrame:
 
 
 def without_inconsistent(released: DataFrame, batch: int) -> tuple[DataFrame, DataFrame]:
-    """(released records less those that contradict their transaction, their errors): a
-    record in ``txn_errors`` reaches no change table, so it is counted once, as an error."""
-    bad = inconsistent_records(released, batch)
+    """(released records less those that contradict their transaction, their errors with
+    ``position``, persisted: the caller appends them and unpersists). A record in
+    ``txn_errors`` reaches no change table, so it is counted once, as an error."""
+    bad = inconsistent_records(released, batch).persist()
     keys = ["source_database", "transaction_id", "position"]
-    return released.join(bad.select(*keys), keys, "left_anti"), bad.drop("position")
+    return released.join(bad.select(*keys), keys, "left_anti"), bad
 
 
 def classify(released: DataFrame, clients: list[Client]) -> DataFrame:
@@ -862,7 +863,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         txns = spark.table(_t(channel, "transactions").replace("`", ""))
         ledger = spark.table(_t(channel, "ledger").replace("`", ""))
         released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
-        append(late_errors(new, txns, batch).unionByName(inconsistent),
+        append(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
                _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
     clients = build_clients(channel)
     classified = classify(released, clients).persist()
@@ -873,5 +874,6 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     finally:
         classified.unpersist()
         released_txns.unpersist()
+        inconsistent.unpersist()
     log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done"), RUN_ROW, "silver.runs.done", batch)
     return result

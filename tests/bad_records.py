@@ -48,6 +48,11 @@ def tampered(records: list[dict], position: int, **fields) -> list[dict]:
     return [{**r, **fields} if r["position"] == position else r for r in records]
 
 
+def landed_as(text: str) -> str:
+    """A line as Spark reads it back: bytes that are not UTF-8 become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 #: (kind, line, start of the quarantine reason)
 LINES: list[tuple[str, str, str]] = [
     ("truncated JSON", '{"source_database": "X", ', "not valid JSON"),

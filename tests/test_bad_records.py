@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import json
 
-from bad_records import CORPUS_DDL, LINES, TRANSACTIONS
+from bad_records import CORPUS_DDL, LINES, TRANSACTIONS, landed_as
 from chispa import assert_df_equality
 from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
 from lakestreams.audit import run_audit
 from lakestreams.pipeline import run_pipeline
-
-
-def _landed_as(text: str) -> str:
-    """A line as Spark reads it back: bytes that are not UTF-8 become U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
@@ -50,7 +45,7 @@ def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
         for r in spark.table(ch.storage.table("bronze", "quarantine").replace("`", "")).collect()
     }
     for kind, text, reason in LINES:
-        assert quarantine[_landed_as(text)].startswith(reason), (kind, quarantine[_landed_as(text)])
+        assert quarantine[landed_as(text)].startswith(reason), (kind, quarantine[landed_as(text)])
     assert quarantine[json.dumps(claimed_again)] == (
         "another record with a different payload holds position 1 of transaction t.clash from DBS1.EXAMPLE.COM "
         f"(landed in file:{ch.landing[0].path}/f4.jsonl); a position belongs to one change: fix the capture "

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import json
 
-from bad_records import GOOD, LINES, line
+from bad_records import GOOD, LINES, landed_as, line
 from conftest import make_channel, write_lines
 
 from bronze.ingest import run_bronze
 from lakestreams.spark import ensure_schemas
-
-
-def landed_as(text: str) -> str:
-    """A line as Spark reads it back: bytes that are not UTF-8 become U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
 
 CASES = {landed_as(text): reason for _, text, reason in LINES}
 
