@@ -26,6 +26,7 @@ from bronze.records import (
 )
 from lakestreams.config import Channel, Landing
 from lakestreams.delta_io import append
+from lakestreams.faults import kill_point
 
 BRONZE_TABLE = "change_records"
 QUARANTINE_TABLE = "quarantine"
@@ -85,11 +86,13 @@ def _batch_writer(channel: Channel, landing: Landing, counts: IngestCounts):
             # An empty write would still commit a table version: skip it.
             if ok:
                 append(rows.where(F.col("_claim_reason").isNull()).drop("_claim_reason"), bronze_table, f"bronze:{app}", batch_id)
+                kill_point("bronze.records")
             if bad:
                 append(to_quarantine(parsed).unionByName(clashes), quarantine_table, f"quarantine:{app}", batch_id)
             counts.batches += 1
             counts.records += ok
             counts.quarantined += bad
+            kill_point("bronze.offsets")
         finally:
             if rows is not None:
                 rows.unpersist()

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from gold.plan import Plan, TargetPlan
 from lakestreams.config import Channel, TargetSpec
 from lakestreams.errors import ApplyError
+from lakestreams.faults import dbt_callbacks
 
 SOURCE = "lakestreams_plan"
 
@@ -148,7 +149,7 @@ def run_dbt(spark: SparkSession, project: Path, args: list[str]) -> list[tuple[s
     """Invoke dbt in this process; returns (node, status, message) and raises on failure."""
     from dbt.cli.main import dbtRunner
 
-    res = dbtRunner().invoke(
+    res = dbtRunner(callbacks=dbt_callbacks()).invoke(
         [*args, "--project-dir", str(project), "--profiles-dir", str(project), "--quiet", "--no-use-colors"]
     )
     out = []

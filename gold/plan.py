@@ -51,6 +51,7 @@ from gold.snapshot import above_instantiation, with_snapshot_truncates
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state, overwrite
 from lakestreams.errors import ApplyError
+from lakestreams.faults import kill_point
 from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
@@ -272,6 +273,7 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | N
         spark, st.table("silver", "gold_runs"), (silver_done, last_to + 1, silver_done, "planned"),
         GOLD_RUN_ROW, "gold.runs.planned", silver_done,
     )
+    kill_point("plan.opened")
     return silver_done, last_to + 1, silver_done
 
 
@@ -861,6 +863,11 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 rows = rows.unionByName(truncs.select(*[c for c in truncs.columns if c in rows.columns]),
                                         allowMissingColumns=True)
             overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
+            kill_point("plan.target")
+            # Progress is counted from the plan table as written: a plan run again after a
+            # kill between two gold MERGEs keeps its first writing (keyed by plan id), while
+            # ``rows``, judged again against gold tables already merged, would count less.
+            rows = spark.table(ptable.replace("`", ""))
             truncates = truncs is not None and truncs.limit(1).count() > 0
             # Per source: the plan's rows, and what it applies (above the instantiation SCN,
             # not decided before): one small job over checkpointed rows, one row per source.
@@ -925,6 +932,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     )
     with step("plan.outcomes"):
         append(outcomes, st.table("silver", "outcomes"), "gold.outcomes", plan_id)
+    kill_point("plan.written")
     return plan
 
 
@@ -940,8 +948,10 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
             "plan_id", "target", "source_database", "applied_scn",
             F.timestamp_micros("at").alias("applied_commit_time"), "records", F.current_timestamp().alias("applied_at"))
         append(progress, st.table("gold", "apply_progress"), "gold.progress", plan.plan_id)
+        kill_point("gold.progress")
     # The consistency marker: written once per plan, after every gold table of it.
     append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
+    kill_point("gold.applied")
     log_state(
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
         GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,

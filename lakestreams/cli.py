@@ -201,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--channel", default=str(DEMO_CHANNEL), help="channel YAML file")
         p.add_argument("--catalog", help="Unity Catalog catalog (overrides the channel file)")
         p.add_argument("--schema", help="schema prefix (overrides the channel file)")
+        p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                       help="when another run holds the channel, wait this long for it (default: stop at once)")
         return p
 
     add("run", "bronze → silver → gold, then the summary")
@@ -231,35 +233,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def writes(args: argparse.Namespace) -> bool:
+    """Whether the command changes the channel's tables (and so takes its run lock)."""
+    return (
+        args.command in ("run", "demo", "bronze", "silver", "gold", "rebuild", "maintain")
+        or (args.command == "errors" and args.action in ("execute", "delete"))
+        or (args.command == "compare" and args.resnapshot)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
+    from lakestreams.faults import kill_spec
+    from lakestreams.runlock import BUSY_EXIT, ChannelBusy, channel_lock
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command in ("run", "demo"):
-            return cmd_run(args, ("bronze", "silver", "gold"))
-        if args.command in ("bronze", "silver", "gold"):
-            return cmd_run(args, (args.command,))
-        if args.command == "ddl":
-            return cmd_ddl(args)
-        if args.command == "audit":
-            return cmd_audit(args)
-        if args.command == "maintain":
-            return cmd_maintain(args)
-        if args.command == "rules":
-            return cmd_rules(args)
-        if args.command == "simulate":
-            return cmd_simulate(args)
-        if args.command == "rebuild":
-            return cmd_rebuild(args)
-        if args.command == "errors":
-            return cmd_errors(args)
-        if args.command == "compare":
-            return cmd_compare(args)
+        kill_spec()
+    except ValueError as e:
+        print(f"lakestreams: {e}", file=sys.stderr)
+        return 2
+    try:
+        if writes(args):
+            # Taken before Spark starts: a busy channel is refused in a moment.
+            ch = _channel(args)
+            with channel_lock(ch.name, ch.storage.state, args.wait, f"lakestreams {args.command}"):
+                return dispatch(parser, args)
+        return dispatch(parser, args)
+    except ChannelBusy as e:
+        print(f"lakestreams: {e}", file=sys.stderr)
+        return BUSY_EXIT
     except ReplicationError as e:
         print(f"lakestreams: {e}", file=sys.stderr)
         return 2
-    parser.error(f"unknown command {args.command}")
-    return 2
+
+
+def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.command in ("run", "demo"):
+        return cmd_run(args, ("bronze", "silver", "gold"))
+    if args.command in ("bronze", "silver", "gold"):
+        return cmd_run(args, (args.command,))
+    commands = {
+        "ddl": cmd_ddl, "audit": cmd_audit, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
+        "rebuild": cmd_rebuild, "errors": cmd_errors, "compare": cmd_compare,
+    }
+    if args.command not in commands:
+        parser.error(f"unknown command {args.command}")
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

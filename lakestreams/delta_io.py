@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, _parse_datatype_string
 
 from lakestreams.config import Storage
+from lakestreams.faults import kill_point
 
 
 def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
@@ -20,6 +21,7 @@ def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
         .option("txnVersion", version)
         .saveAsTable(table.replace("`", ""))
     )
+    kill_point("delta.write")
 
 
 def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
@@ -35,6 +37,7 @@ def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
         .option("txnVersion", version)
         .saveAsTable(table.replace("`", ""))
     )
+    kill_point("delta.write")
 
 
 def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: str, version: int) -> None:

@@ -24,6 +24,7 @@ from gold.structure import follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.rebuild import retry_explained
+from lakestreams.runlock import channel_lock
 from lakestreams.spark import ensure_schemas
 from lakestreams.timing import step
 from silver.changes import target_model_name
@@ -102,8 +103,15 @@ def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
     return Plan(int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]), known_targets(spark, channel))
 
 
-def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] = STAGES) -> RunResult:
-    """Run the chosen stages in order; each is idempotent and restartable."""
+def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] = STAGES,
+                 wait: float = 0.0) -> RunResult:
+    """Run the chosen stages in order; each is idempotent and restartable. The channel's
+    run lock is held throughout (``wait``: seconds to wait for another run to finish)."""
+    with channel_lock(channel.name, channel.storage.state, wait, "run_pipeline"):
+        return _run_stages(spark, channel, stages)
+
+
+def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) -> RunResult:
     ensure_schemas(spark, channel.storage)
     result = RunResult()
     if "bronze" in stages:

@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from lakestreams.delta_io import allow_timestamp_ntz, overwrite
 from lakestreams.errors import DdlError
+from lakestreams.faults import kill_point
 from silver.adaptddl import AdaptDdl, Decision, adapt, table_to_add, type_change
 from silver.ddl import DdlStatement, RenameColumn, RenameTable, evolve, parse_ddl
 from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
@@ -403,12 +404,17 @@ def follow_structure(
         return ColumnChanges()
     schema = spark.table(table.replace("`", "")).schema
     renames = renames_since(revisions, since)
-    changes = column_changes(value_types(schema, struct_fields[-1] if struct_fields else None), wanted, renames, drop)
-    if any(c.type.spark == "TIMESTAMP_NTZ" for c in changes.added) or any(
-            t == "TIMESTAMP_NTZ" for _, t in changes.widened + changes.rewritten):
+    # Worked out per struct from the table as it is: a run killed between the _old and the
+    # _new statement of a rename left the two structs apart, and its re-run makes the rest.
+    per_struct = {f: column_changes(value_types(schema, f), wanted, renames, drop) for f in (struct_fields or (None,))}
+    changes = per_struct[struct_fields[-1] if struct_fields else None]
+    if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
+            t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
         allow_timestamp_ntz(spark, table)
-    for statement in alter_statements(table, changes, tuple(f"{s}." for s in struct_fields) or ("",)):
-        spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
+    for f, ch in per_struct.items():
+        for statement in alter_statements(table, ch, (f"{f}.",) if f else ("",)):
+            spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
+            kill_point("ddl.alter")
     present = [p for p in ("_old_present", "_new_present") if p in schema.fieldNames()]
     if renames and present:
         # Presence lists of earlier rows name columns as they were called then.

@@ -22,6 +22,7 @@ from bronze.records import BRONZE_COLUMNS, BRONZE_DDL, record_hash
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state
 from lakestreams.errors import ReplicationError
+from lakestreams.faults import kill_point
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
 from silver.condition import is_control_record, is_ddl_lcr
@@ -738,6 +739,7 @@ def derive(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
+        kill_point("silver.changes")
         if consumed is not None:
             handled.append(consumed.select(
                 "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
@@ -858,6 +860,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     result = SilverResult(batch, lo, hi)
     with step("silver.ledger"):
         new = _ledger_step(spark, channel, batch, lo, hi)
+    kill_point("silver.ledger")
     with step("silver.transactions"):
         released_txns = _transactions_step(spark, channel, batch, new).persist()
         txns = spark.table(_t(channel, "transactions").replace("`", ""))
@@ -865,15 +868,18 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
         released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
         append(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
                _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
+    kill_point("silver.transactions")
     clients = build_clients(channel)
     classified = classify(released, clients).persist()
     try:
         with step("silver.dictionary"):
             revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+        kill_point("silver.dictionary")
         derive(spark, channel, batch, classified, clients, revisions, result, truncated)
     finally:
         classified.unpersist()
         released_txns.unpersist()
         inconsistent.unpersist()
+    kill_point("silver.done")
     log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done"), RUN_ROW, "silver.runs.done", batch)
     return result
