@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from lakestreams.errors import ReplicationError
@@ -32,7 +32,7 @@ log = logging.getLogger("lakestreams.runlock")
 #: Exit status of a command that found its channel busy (EX_TEMPFAIL: try again later).
 BUSY_EXIT = 75
 
-_held: dict[Path, int] = {}  # lock file → nesting depth in this process
+_held: dict[tuple[Path, int], int] = {}  # (lock file, thread) → nesting depth
 _guard = threading.Lock()
 
 
@@ -45,33 +45,49 @@ def lock_path(state: Path) -> Path:
 
 
 def holder(path: Path) -> str:
-    """Who holds the lock, as the holder wrote it (pid, host, command, since when)."""
-    try:
-        info = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        info = {}
+    """Who holds the lock, as the holder wrote it (pid, host, command, since when). A
+    holder that has just taken the lock may not have written itself yet, and a run killed
+    while holding it left its own details: those are read again for a moment."""
+    info: dict = {}
+    for _ in range(20):
+        try:
+            info = json.loads(path.read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if info and (info.get("host") != socket.gethostname() or _alive(int(info.get("pid", 0)))):
+            break
+        time.sleep(0.05)
     if not info:
         return "another process"
     return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}, since {info.get('since')})"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return pid > 0
+
+
 @contextmanager
 def channel_lock(channel_name: str, state: Path, wait: float = 0.0, command: str = "") -> Iterator[None]:
-    """Hold the channel's run lock for the block; re-entrant within one process. Raises
-    ChannelBusy when another process holds it for longer than ``wait`` seconds."""
+    """Hold the channel's run lock for the block; re-entrant within one thread. Raises
+    ChannelBusy when another process (or thread) holds it for longer than ``wait`` seconds."""
     path = lock_path(state).resolve()
+    key = (path, threading.get_ident())
     with _guard:
-        if path in _held:
-            _held[path] += 1
-            depth_owner = False
-        else:
-            depth_owner = True
-    if not depth_owner:
+        nested = key in _held
+        if nested:
+            _held[key] += 1
+    if nested:
         try:
             yield
         finally:
             with _guard:
-                _held[path] -= 1
+                _held[key] -= 1
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -80,16 +96,16 @@ def channel_lock(channel_name: str, state: Path, wait: float = 0.0, command: str
             yield  # no flock on this storage: warned, run unguarded
             return
         with _guard:
-            _held[path] = 1
+            _held[key] = 1
         try:
             info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command or " ".join(sys.argv[:2]),
-                    "since": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+                    "since": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
             yield
         finally:
             with _guard:
-                del _held[path]
+                del _held[key]
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

@@ -10,6 +10,9 @@ import pytest
 
 from lakestreams.config import Channel, channel_from_dict
 
+# A fault point asked for in the caller's shell would kill pytest itself: only the fault
+# suite's subprocesses get one.
+os.environ.pop("LAKESTREAMS_KILL_AT", None)
 os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "4g")
 

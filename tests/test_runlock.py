@@ -93,3 +93,15 @@ def test_an_unknown_fault_point_is_refused(monkeypatch, capsys):
         kill_spec()
     monkeypatch.setenv(KILL_ENV, "gold.merge#2")
     assert kill_spec() == ("gold.merge", 2)
+
+
+def test_another_thread_of_the_process_is_refused(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def enter():
+        with channel_lock("c", tmp_path):
+            pass
+
+    with channel_lock("c", tmp_path), ThreadPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(ChannelBusy, match="channel c is being run by pid"):
+            pool.submit(enter).result()
