@@ -958,15 +958,16 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     )
 
 
-def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
+def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame | None:
     """Error transactions of earlier plans that failed on a conflict (no row, a taken key,
     other values) at a key where a change this plan applied comes first in commit order:
-    they landed before a change they depend on, and are worth re-executing now."""
+    they landed before a change they depend on, and are worth re-executing now. None when
+    no conflict waits in the error queue or the plan applied nothing: nothing to look at."""
     st = channel.storage
     queue = spark.table(st.table("gold", "error_queue").replace("`", "")).where(F.col("plan_id") < plan.plan_id)
     queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
     if not plan.targets or queue.limit(1).count() == 0:
-        return local_rows(spark, [], "source_database STRING, transaction_id STRING")
+        return None
     inst_rows = instantiation_rows(spark.table(st.table("silver", "instantiation").replace("`", "")))
     models = {t.model for t in plan.targets}
     existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}

@@ -78,20 +78,48 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
 
 #: Plans in one run that re-execute the conflicts the plan before explained.
 MAX_RETRY_ROUNDS = 4
+#: The state file naming the last applied plan whose explained conflicts were looked at.
+RETRY_CHECKED = "retry_checked"
 
 
-def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult) -> bool:
+def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str | None:
+    """Plan ``plan_id`` as its applied log row names it (id, silver range, time): a plan of
+    a channel whose tables were made again from nothing never has the same mark."""
+    runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
+    row = runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first()  # one row: metadata
+    return None if row is None else f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
+
+
+def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult,
+                    unless_checked: bool = False) -> bool:
     """Re-execute the error transactions ``plan`` explained (``explained_by_plan``): they
     failed on a conflict that a change landing later, but ordered before them, removes.
-    True when some were re-executed (their silver batch waits for the next plan)."""
+    True when some were re-executed (their silver batch waits for the next plan).
+
+    A finished look is marked in the state folder; ``unless_checked`` skips a plan so
+    marked. What a plan explains cannot grow after it is applied (later plans' errors are
+    not before it, re-executed ones leave the queue), so one look per plan is enough."""
     if plan.plan_id is None:
         return False
+    mark = applied_mark(spark, channel, plan.plan_id)
+    marker = channel.storage.state / RETRY_CHECKED
+    if unless_checked and mark is not None and marker.is_file() and marker.read_text() == mark:
+        return False
     with step("gold.retry"):
-        r = retry_explained(spark, channel, plan.plan_id, explained_by_plan(spark, channel, plan))
-    if r.count:
-        result.retried += r.count
-        result.silver.append(r.silver)
-    return r.count > 0
+        explained = explained_by_plan(spark, channel, plan)
+        # No conflict waits in the error queue: no re-execution request to open (its checks
+        # of unfinished batches, plans and rebuilds cost more than the look).
+        r = retry_explained(spark, channel, plan.plan_id, explained) if explained is not None else None
+    if mark is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        partial = marker.with_name(RETRY_CHECKED + ".tmp")
+        partial.write_text(mark)
+        partial.replace(marker)
+    if r is None or not r.count:
+        return False
+    result.retried += r.count
+    result.silver.append(r.silver)
+    return True
 
 
 def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -133,7 +161,7 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
         create_gold_tables(spark, channel)
         if unfinished_plan(spark, channel) is None:
             # The last plan's explained conflicts, in case a run was killed before retrying them.
-            retry_conflicts(spark, channel, last_applied_plan(spark, channel), result)
+            retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
         result.plan, result.dbt = run_gold(spark, channel)
         for _ in range(MAX_RETRY_ROUNDS):
             if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):

@@ -9,7 +9,8 @@ from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
-from lakestreams.pipeline import run_pipeline
+from lakestreams.pipeline import RETRY_CHECKED, run_pipeline
+from lakestreams.timing import TOTALS
 
 COLS = ["REGION_ID", "REGION_NAME", "NOTE", "_source_database", "_transaction_id", "_commit_scn"]
 
@@ -140,6 +141,15 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path):
     run_pipeline(spark, ch)
     # t6 met name B where its old image says C: queued whole, key 7 not inserted.
     assert "ORA-26786" in _queue(spark, ch)["t6"]
+    # The last plan applied nothing (t6 failed whole), so its run did not look for what it
+    # explains; the next run does, once, and marks it: a later idle run does not look
+    # again. Without the mark (a run killed before its look) the next run looks.
+    run_pipeline(spark, ch)
+    looked = TOTALS["gold.retry"]
+    assert run_pipeline(spark, ch).retried == 0 and TOTALS["gold.retry"] == looked
+    (ch.storage.state / RETRY_CHECKED).unlink()
+    assert run_pipeline(spark, ch).retried == 0 and TOTALS["gold.retry"] > looked
+    assert (ch.storage.state / RETRY_CHECKED).is_file() and "ORA-26786" in _queue(spark, ch)["t6"]
     write_lines(ch, "src", "f4.jsonl", t["t5"])
     fourth = run_pipeline(spark, ch)
     assert fourth.retried == 1 and _queue(spark, ch) == {}
