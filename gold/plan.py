@@ -961,8 +961,9 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
 def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame | None:
     """Error transactions of earlier plans that failed on a conflict (no row, a taken key,
     other values) at a key where a change this plan applied comes first in commit order:
-    they landed before a change they depend on, and are worth re-executing now. None when
-    no conflict waits in the error queue or the plan applied nothing: nothing to look at."""
+    they landed before a change they depend on, and are worth re-executing now (the frame
+    may be empty). None when no conflict of an earlier plan waits in the error queue, or
+    the plan has no targets: there is nothing to look at."""
     st = channel.storage
     queue = spark.table(st.table("gold", "error_queue").replace("`", "")).where(F.col("plan_id") < plan.plan_id)
     queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))

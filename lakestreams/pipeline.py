@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -38,6 +40,7 @@ from silver.run import (
 )
 
 STAGES = ("bronze", "silver", "gold")
+log = logging.getLogger("lakestreams.pipeline")
 
 
 @dataclass
@@ -96,14 +99,17 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
     failed on a conflict that a change landing later, but ordered before them, removes.
     True when some were re-executed (their silver batch waits for the next plan).
 
-    A finished look is marked in the state folder; ``unless_checked`` skips a plan so
-    marked. What a plan explains cannot grow after it is applied (later plans' errors are
-    not before it, re-executed ones leave the queue), so one look per plan is enough."""
+    A finished look is marked in the state folder. ``unless_checked`` (the look at the
+    start of gold, there for a run killed before its look) skips a plan so marked: the
+    entries a plan can explain are those of earlier plans, they only leave the queue once
+    it is applied, and a transaction re-executed that fails again comes back under a later
+    plan. This holds while the plan's instantiation SCNs and keys stay as they were: a
+    change to those later is not looked at again for plans already applied."""
     if plan.plan_id is None:
         return False
     mark = applied_mark(spark, channel, plan.plan_id)
     marker = channel.storage.state / RETRY_CHECKED
-    if unless_checked and mark is not None and marker.is_file() and marker.read_text() == mark:
+    if unless_checked and mark is not None and _read_mark(marker) == mark:
         return False
     with step("gold.retry"):
         explained = explained_by_plan(spark, channel, plan)
@@ -111,15 +117,38 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
         # of unfinished batches, plans and rebuilds cost more than the look).
         r = retry_explained(spark, channel, plan.plan_id, explained) if explained is not None else None
     if mark is not None:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        partial = marker.with_name(RETRY_CHECKED + ".tmp")
-        partial.write_text(mark)
-        partial.replace(marker)
+        _write_mark(marker, mark)
     if r is None or not r.count:
         return False
     result.retried += r.count
     result.silver.append(r.silver)
     return True
+
+
+def _read_mark(marker: Path) -> str | None:
+    try:
+        return marker.read_text() if marker.is_file() else None
+    except OSError as e:
+        log.warning("cannot read %s (%s): the run looks for explained conflicts again", marker, e)
+        return None
+
+
+def _write_mark(marker: Path, mark: str) -> None:
+    """Best effort: a mark missing or torn never equals a plan's, so the next run looks again."""
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(mark)
+    except OSError as e:
+        log.warning("cannot write %s (%s): the next run looks for explained conflicts again", marker, e)
+
+
+def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> None:
+    """Finish a re-execution of explained conflicts that a killed run left unfinished."""
+    pending = unfinished_rebuild(spark, channel)
+    if pending is not None and is_retry(pending["request"]):
+        r = retry_explained(spark, channel, int(pending["request"].split(" ")[1]), None)
+        result.retried += r.count
+        result.silver.append(r.silver)
 
 
 def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -146,12 +175,8 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
         result.bronze = run_bronze(spark, channel)
     if "silver" in stages:
         create_silver_tables(spark, channel)
-        pending = unfinished_rebuild(spark, channel)
-        if pending is not None and is_retry(pending["request"]):
-            # A run killed while re-executing explained conflicts: finish that first.
-            r = retry_explained(spark, channel, int(pending["request"].split(" ")[1]), None)
-            result.retried += r.count
-            result.silver.append(r.silver)
+        # A run killed while re-executing explained conflicts: finish that first.
+        resume_retry(spark, channel, result)
         while True:
             r = run_silver(spark, channel)
             if r.batch is None:
@@ -159,6 +184,8 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
             result.silver.append(r)
     if "gold" in stages:
         create_gold_tables(spark, channel)
+        if "silver" not in stages:
+            resume_retry(spark, channel, result)
         if unfinished_plan(spark, channel) is None:
             # The last plan's explained conflicts, in case a run was killed before retrying them.
             retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
