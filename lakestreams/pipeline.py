@@ -85,12 +85,12 @@ MAX_RETRY_ROUNDS = 4
 RETRY_CHECKED = "retry_checked"
 
 
-def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str | None:
-    """Plan ``plan_id`` as its applied log row names it (id, silver range, time): a plan of
-    a channel whose tables were made again from nothing never has the same mark."""
+def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str:
+    """Applied plan ``plan_id`` as its applied log row names it (id, silver range, time): a
+    plan of a channel whose tables were made again from nothing never has the same mark."""
     runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
     row = runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first()  # one row: metadata
-    return None if row is None else f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
+    return f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
 
 
 def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult,
@@ -109,15 +109,14 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
         return False
     mark = applied_mark(spark, channel, plan.plan_id)
     marker = channel.storage.state / RETRY_CHECKED
-    if unless_checked and mark is not None and _read_mark(marker) == mark:
+    if unless_checked and _read_mark(marker) == mark:
         return False
     with step("gold.retry"):
         explained = explained_by_plan(spark, channel, plan)
         # No conflict waits in the error queue: no re-execution request to open (its checks
         # of unfinished batches, plans and rebuilds cost more than the look).
         r = retry_explained(spark, channel, plan.plan_id, explained) if explained is not None else None
-    if mark is not None:
-        _write_mark(marker, mark)
+    _write_mark(marker, mark)
     if r is None or not r.count:
         return False
     result.retried += r.count
