@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats bench-claims lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats bench-claims lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,13 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
+# The core tests and the extended end-to-end variations, the fault suite at every point.
+test-all: $(STAMP)
+	$(VENV)/bin/ruff check .
+	LAKESTREAMS_TESTS=all LAKESTREAMS_FAULT_POINTS=all $(PY) -m pytest -q
+
 faults: $(STAMP)
-	LAKESTREAMS_FAULT_POINTS=all $(PY) -m pytest -q tests/test_faults.py tests/test_runlock.py
+	LAKESTREAMS_TESTS=all LAKESTREAMS_FAULT_POINTS=all $(PY) -m pytest -q tests/test_faults.py tests/test_runlock.py
 
 bench: $(STAMP)
 	$(PY) bench/e2e.py $(BENCH_ARGS)

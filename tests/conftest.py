@@ -17,6 +17,30 @@ os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "4g")
 
 REPO = Path(__file__).resolve().parents[1]
+#: ``LAKESTREAMS_TESTS=all`` (``make test-all``) also runs the tests marked ``extended``:
+#: further end-to-end variations of a capability whose core test ``make test`` runs. Each
+#: pipeline run costs tens of seconds on two cores, and CI has a time limit.
+ALL_TESTS = os.environ.get("LAKESTREAMS_TESTS", "") == "all"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "extended: an end-to-end variation run by `make test-all` (LAKESTREAMS_TESTS=all), "
+                   "not by `make test`")
+
+
+def pytest_report_header(config):
+    return ("tests: all (core and extended)" if ALL_TESTS else
+            "tests: core; `make test-all` (LAKESTREAMS_TESTS=all) adds the extended end-to-end variations")
+
+
+def pytest_collection_modifyitems(config, items):
+    if ALL_TESTS:
+        return
+    extended = [i for i in items if i.get_closest_marker("extended")]
+    if extended:
+        config.hook.pytest_deselected(items=extended)
+        items[:] = [i for i in items if not i.get_closest_marker("extended")]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -4,6 +4,7 @@ before and after a DDL in one batch are each read with their own revision."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import make_channel, write_lines
 from records import Txn
 
@@ -155,6 +156,7 @@ def test_dropped_column_stays_in_silver_and_leaves_gold(spark, tmp_path):
     assert "CODE" in change_fields(spark, ch)  # silver keeps history
 
 
+@pytest.mark.extended  # covered in the core: test_adaptddl decides KeepExistingStructure; the DROP COLUMN path runs in the core
 def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
     ch = make_channel(tmp_path, adapt_ddl=[{"keep_existing_structure": True}])
     write_lines(ch, "src", "f1.jsonl", [
@@ -207,6 +209,7 @@ def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spar
         (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
 
 
+@pytest.mark.extended  # covered in the core: the core truncates a table in a batch with its rows
 def test_truncate_table_alone_in_a_batch_empties_gold(spark, tmp_path):
     ch = make_channel(tmp_path)
     first_run(spark, ch)

@@ -3,7 +3,8 @@ fault point (``lakestreams.faults``) and at random moments, then run again; gold
 an uninterrupted run's, bronze must hold each record once, and the audit must balance.
 Two runs started at once: one runs, the other stops cleanly and changes nothing.
 
-Run alone with ``make faults``; ``make test`` runs it too. ``LAKESTREAMS_FAULT_SEED``
+Run alone with ``make faults`` (every point, the random series too); ``make test`` kills at
+three points (silver, gold, DDL), and ``make test-all`` adds the random series. ``LAKESTREAMS_FAULT_SEED``
 repeats the random kill times (the seed is printed on failure; where a run is at a
 given second still depends on the machine's load).
 """
@@ -35,16 +36,16 @@ COUNTRIES_DDL = ("CREATE TABLE hr.countries (country_id CHAR(2) NOT NULL, countr
 #: Named points killed in the first landing round (create, load, change, an error, a
 #: quarantined line), in pipeline order: each run goes on from where the last one died.
 #: ``LAKESTREAMS_FAULT_POINTS=all`` (``make faults``) kills at every point; the default,
-#: which ``make test`` runs, at ten of them, over every stage, to keep CI short.
+#: which ``make test`` runs, at three: a change table, a gold MERGE and a DDL's ALTER (each
+#: kill starts a JVM whose first run takes two minutes on two cores: CI has a time limit).
 ALL_ROUND_ONE = ["bronze.records", "bronze.offsets", "silver.ledger", "silver.transactions", "silver.dictionary",
                  "silver.changes", "silver.done", "plan.opened", "plan.target", "plan.written", "gold.merge",
                  "gold.progress", "gold.applied"]
-CI_ROUND_ONE = ["bronze.records", "silver.ledger", "silver.dictionary", "silver.changes", "plan.target",
-                "gold.merge", "gold.applied"]
+CI_ROUND_ONE = ["silver.changes", "gold.merge"]
 #: Killed in the second round, which adds a column to one table and renames one of the
 #: other's: its ALTERs of the change tables and of the gold tables, and the second MERGE.
 ALL_ROUND_TWO = ["ddl.alter", "ddl.alter#2", "ddl.alter#2", "gold.merge#2"]
-CI_ROUND_TWO = ["ddl.alter", "ddl.alter#2", "ddl.alter#2"]
+CI_ROUND_TWO = ["ddl.alter#2"]
 EVERY_POINT = os.environ.get("LAKESTREAMS_FAULT_POINTS", "") == "all"
 ROUND_ONE, ROUND_TWO = (ALL_ROUND_ONE, ALL_ROUND_TWO) if EVERY_POINT else (CI_ROUND_ONE, CI_ROUND_TWO)
 
@@ -210,22 +211,24 @@ def random_series(site: Site, seed: int) -> tuple[int, str, int, str]:
 
 
 @pytest.fixture(scope="module")
-def series(tmp_path_factory):
-    """The baseline and the random series run in the background, beside the named-point
-    series of the test (each a chain of short subprocess runs: three at once use the cores
-    better than one after another)."""
+def series(request, tmp_path_factory):
+    """The baseline and (when its test was chosen) the random series run in the background,
+    beside the named-point series of the test (each a chain of short subprocess runs)."""
     seed = int(os.environ.get("LAKESTREAMS_FAULT_SEED", random.randrange(1 << 30)))
-    base, rand = Site(tmp_path_factory.mktemp("baseline")), Site(tmp_path_factory.mktemp("random"))
+    chosen = {item.name for item in request.session.items}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {"baseline": (base, pool.submit(baseline_series, base)),
-               "random": (rand, pool.submit(random_series, rand, seed)), "seed": seed}
+        base = Site(tmp_path_factory.mktemp("baseline"))
+        out = {"baseline": (base, pool.submit(baseline_series, base)), "seed": seed}
+        if test_killed_at_random_moments_then_two_runs_at_once.__name__ in chosen:
+            rand = Site(tmp_path_factory.mktemp("random"))
+            out["random"] = (rand, pool.submit(random_series, rand, seed))
+        yield out
 
 
 def test_the_series_cover_every_named_point_and_every_stage():
     assert set(ALL_ROUND_ONE) | {p.partition("#")[0] for p in ALL_ROUND_TWO} == set(POINTS) - {"delta.write"}
     ci = set(CI_ROUND_ONE) | {p.partition("#")[0] for p in CI_ROUND_TWO}
-    assert {p.split(".")[0] for p in ci} == {"bronze", "silver", "ddl", "plan", "gold"}
-    assert len(CI_ROUND_ONE) + len(CI_ROUND_TWO) >= 10
+    assert {p.split(".")[0] for p in ci} == {"silver", "ddl", "gold"}
 
 
 def test_killed_at_every_named_point_then_run_again(spark, series, tmp_path):
@@ -251,6 +254,7 @@ def test_a_run_again_after_success_writes_no_table_version(series):
     assert versions["after"] == versions["before"], _explain(site)
 
 
+@pytest.mark.extended  # the core kills at named points; test_runlock refuses a second run
 def test_killed_at_random_moments_then_two_runs_at_once(spark, series):
     site, done = series["random"]
     seed = series["seed"]

@@ -101,6 +101,7 @@ def test_target_options_are_checked(tmp_path):
     assert s.channel.targets == ()
 
 
+@pytest.mark.extended  # covered in the core: the core truncates a plain target; SCD2 closing runs in test_scd2_timekey_and_soft_delete
 def test_truncate_empties_the_replica_and_closes_versions(spark, tmp_path):
     ch = make_channel(tmp_path, targets=[{"table": "hr.regions", "history": "scd2"}])
     gold = ch.storage.schema_name("gold")

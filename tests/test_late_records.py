@@ -4,6 +4,7 @@ runs give the same gold table as landed in order in one run."""
 
 from __future__ import annotations
 
+import pytest
 from chispa import assert_df_equality
 from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
@@ -88,6 +89,7 @@ def test_shuffled_arrival_gives_the_in_order_replica(spark, tmp_path):
     assert progress.groupBy().sum("records").first()[0] == 13
 
 
+@pytest.mark.extended  # covered in the core: late changes are re-folded into applied history in test_shuffled_arrival_gives_the_in_order_replica
 def test_a_late_change_that_contradicts_applied_history_fails(spark, tmp_path):
     """Applied transactions stay applied: a late change whose place in the history would
     make one of them fail goes to the error queue itself, and gold keeps its row."""

@@ -178,6 +178,7 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, cap
     assert audit.ok, audit.problems
 
 
+@pytest.mark.extended  # covered in the core: test_error_queue re-executes queued transactions
 def test_failed_snapshot_waits_in_the_queue_and_loads_when_re_executed(spark, tmp_path):
     ch = make_channel(tmp_path, landing=LANDING)
     # The snapshot lands before the table's CREATE TABLE record: it fails, whole.
