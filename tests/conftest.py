@@ -37,10 +37,12 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     if ALL_TESTS:
         return
-    extended = [i for i in items if i.get_closest_marker("extended")]
+    core, extended = [], []
+    for item in items:
+        (extended if item.get_closest_marker("extended") else core).append(item)
     if extended:
         config.hook.pytest_deselected(items=extended)
-        items[:] = [i for i in items if not i.get_closest_marker("extended")]
+        items[:] = core
 
 
 @pytest.fixture(scope="module", autouse=True)

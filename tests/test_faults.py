@@ -225,7 +225,7 @@ def series(request, tmp_path_factory):
         yield out
 
 
-def test_the_series_cover_every_named_point_and_every_stage():
+def test_the_series_cover_every_named_point_and_ci_three_stages():
     assert set(ALL_ROUND_ONE) | {p.partition("#")[0] for p in ALL_ROUND_TWO} == set(POINTS) - {"delta.write"}
     ci = set(CI_ROUND_ONE) | {p.partition("#")[0] for p in CI_ROUND_TWO}
     assert {p.split(".")[0] for p in ci} == {"silver", "ddl", "gold"}
