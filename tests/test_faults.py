@@ -3,6 +3,11 @@ fault point (``lakestreams.faults``) and at random moments, then run again; gold
 an uninterrupted run's, bronze must hold each record once, and the audit must balance.
 Two runs started at once: one runs, the other stops cleanly and changes nothing.
 
+Only runs that are killed need a process of their own. The uninterrupted runs and the runs
+that finish a killed one are ``lakestreams run`` called in this process (the command's own
+``main``, the test session's warm JVM): what a killed run left is on disk, whichever process
+reads it next. A cold JVM's first run takes two minutes on two cores; a warm one, 40 s.
+
 Run alone with ``make faults`` (every point, the random series too); ``make test`` kills at
 three points (silver, gold, DDL), and ``make test-all`` adds the random series. ``LAKESTREAMS_FAULT_SEED``
 repeats the random kill times (the seed is printed on failure; where a run is at a
@@ -11,6 +16,7 @@ given second still depends on the machine's load).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -18,6 +24,7 @@ import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -25,11 +32,11 @@ import yaml
 from records import REGIONS_DDL, Txn
 
 from bronze.ingest import BRONZE_TABLE, QUARANTINE_TABLE
+from lakestreams.cli import main as cli_main
 from lakestreams.faults import POINTS
 from lakestreams.runlock import BUSY_EXIT
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = "faults"
 COUNTRIES_DDL = ("CREATE TABLE hr.countries (country_id CHAR(2) NOT NULL, country_name VARCHAR2(40), "
                  "region_id NUMBER(4), CONSTRAINT ctry_pk PRIMARY KEY (country_id))")
 
@@ -90,16 +97,22 @@ def round_two() -> list:
 
 
 class Site:
-    """One channel in a folder of its own, run by ``lakestreams run`` subprocesses."""
+    """One channel in a folder of its own, run by ``lakestreams run``: in a subprocess (to
+    be killed) or here. Each site has its own schema prefix (the test session's catalog
+    holds every site it ran); the channel's name, and so its run lock's, is ``faults``.
+    The warehouse is the test session's: a run here creates its schemas there, and a
+    subprocess's must be the same folders."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, schema: str, warehouse: Path):
         self.root = root
+        self.schema = schema
+        self.warehouse = warehouse
         self.landing = root / "landing" / "src"
         self.landing.mkdir(parents=True)
         self.channel = root / "channel.yml"
         self.channel.write_text(yaml.safe_dump({
             "name": "faults",
-            "storage": {"warehouse": str(root / "wh"), "state": str(root / "state"), "schema": SCHEMA},
+            "storage": {"warehouse": str(warehouse), "state": str(root / "state"), "schema": schema},
             "landing": [{"name": "src", "path": str(self.landing), "transactions": "commit_records"}],
         }))
         self.log: list[str] = []
@@ -132,17 +145,30 @@ class Site:
     def run(self, kill_at: str | None = None) -> tuple[int, str]:
         return self.finish(self.start(kill_at), f"run kill_at={kill_at}")
 
+    def run_here(self) -> int:
+        """``lakestreams run`` in this process: its exit code (3 if the audit does not balance)."""
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = cli_main(["run", "--channel", str(self.channel)])
+        self.log.append(f"--- run here: exit {rc}\n{out.getvalue()[-2000:]}\n{err.getvalue()[-4000:]}")
+        return rc
+
     def table_path(self, layer: str, name: str) -> Path:
-        return self.root / "wh" / f"{SCHEMA}_{layer}.db" / name
+        return self.warehouse / f"{self.schema}_{layer}.db" / name
 
     def tables(self, layer: str) -> list[str]:
-        folder = self.root / "wh" / f"{SCHEMA}_{layer}.db"
+        folder = self.warehouse / f"{self.schema}_{layer}.db"
         return sorted(p.name for p in folder.iterdir() if (p / "_delta_log").is_dir())
 
     def versions(self) -> dict[str, int]:
         """Commits per table, counted from the Delta logs (no Spark needed)."""
         return {f"{layer}.{t}": len(list((self.table_path(layer, t) / "_delta_log").glob("*.json")))
                 for layer in ("bronze", "silver", "gold") for t in self.tables(layer)}
+
+
+def warehouse(spark) -> Path:
+    """The test session's warehouse folder."""
+    return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -186,16 +212,15 @@ def _explain(site: Site) -> str:
 
 
 def baseline_series(site: Site) -> dict:
-    """An uninterrupted run per landing round, then one more run (which must write nothing)."""
+    """An uninterrupted run per landing round, then one more run (which must write nothing),
+    all in this process."""
     site.land("changes_0001.jsonl", round_one())
     for lines in (None, round_two()):
         if lines:
             site.land("changes_0002.jsonl", lines)
-        rc, _ = site.run()
-        assert rc == 0, _explain(site)
+        assert site.run_here() == 0, _explain(site)
     before = site.versions()
-    rc, _ = site.run()
-    assert rc == 0, _explain(site)
+    assert site.run_here() == 0, _explain(site)
     return {"before": before, "after": site.versions()}
 
 
@@ -211,17 +236,19 @@ def random_series(site: Site, seed: int) -> tuple[int, str, int, str]:
 
 
 @pytest.fixture(scope="module")
-def series(request, tmp_path_factory):
-    """The baseline and (when its test was chosen) the random series run in the background,
-    beside the named-point series of the test (each a chain of short subprocess runs)."""
+def series(request, spark, tmp_path_factory):
+    """The baseline, run here; (when its test was chosen) the random series, subprocesses
+    only, in the background from the start. Runs in this process are never concurrent
+    (dbt keeps per-process state), so the baseline finishes before the tests begin."""
     seed = int(os.environ.get("LAKESTREAMS_FAULT_SEED", random.randrange(1 << 30)))
     chosen = {item.name for item in request.session.items}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        base = Site(tmp_path_factory.mktemp("baseline"))
-        out = {"baseline": (base, pool.submit(baseline_series, base)), "seed": seed}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        out: dict = {"seed": seed}
         if test_killed_at_random_moments_then_two_runs_at_once.__name__ in chosen:
-            rand = Site(tmp_path_factory.mktemp("random"))
+            rand = Site(tmp_path_factory.mktemp("random"), "faults_random", warehouse(spark))
             out["random"] = (rand, pool.submit(random_series, rand, seed))
+        base = Site(tmp_path_factory.mktemp("baseline"), "faults_baseline", warehouse(spark))
+        out["baseline"] = (base, baseline_series(base))
         yield out
 
 
@@ -232,7 +259,7 @@ def test_the_series_cover_every_named_point_and_ci_three_stages():
 
 
 def test_killed_at_every_named_point_then_run_again(spark, series, tmp_path):
-    site = Site(tmp_path)
+    site = Site(tmp_path, "faults_killed", warehouse(spark))
     site.land("changes_0001.jsonl", round_one())
     for round_points, lines in ((ROUND_ONE, None), (ROUND_TWO, round_two())):
         if lines:
@@ -241,16 +268,13 @@ def test_killed_at_every_named_point_then_run_again(spark, series, tmp_path):
             rc, err = site.run(kill_at=point)
             # Killed where asked: the run reached the point (else the point tests nothing).
             assert rc == -signal.SIGKILL and f"killed at fault point {point}" in err, _explain(site)
-        rc, _ = site.run()
-        assert rc == 0, _explain(site)  # the audit balances (exit 3 otherwise)
-    base, done = series["baseline"]
-    done.result()
+        assert site.run_here() == 0, _explain(site)  # the audit balances (exit 3 otherwise)
+    base, _ = series["baseline"]
     assert gold_state(spark, site) == gold_state(spark, base)
 
 
 def test_a_run_again_after_success_writes_no_table_version(series):
-    site, done = series["baseline"]
-    versions = done.result()
+    site, versions = series["baseline"]
     assert versions["after"] == versions["before"], _explain(site)
 
 
