@@ -4,10 +4,13 @@ before and after a DDL in one batch are each read with their own revision."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
-from conftest import make_channel, write_lines
+from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
+from lakestreams.config import Channel
 from lakestreams.pipeline import run_pipeline
 from silver.changes import change_table_name
 from silver.evolution import STRUCTURE_PROPERTY, structure_scn
@@ -23,12 +26,12 @@ def ddl(txid: str, scn: int, text: str, verb: str = "ALTER TABLE", name: str = "
     return t.commit()
 
 
-def ins(txid: str, scn: int, row: dict) -> list[dict]:
-    return Txn(txid, scn).row("INSERT", "EMP", new=row).commit()
+def ins(txid: str, scn: int, row: dict, table: str = "EMP") -> list[dict]:
+    return Txn(txid, scn).row("INSERT", table, new=row).commit()
 
 
-def upd(txid: str, scn: int, key: int, new: dict) -> list[dict]:
-    return Txn(txid, scn).row("UPDATE", "EMP", old={"ID": key}, new=new).commit()
+def upd(txid: str, scn: int, key: int, new: dict, table: str = "EMP") -> list[dict]:
+    return Txn(txid, scn).row("UPDATE", table, old={"ID": key}, new=new).commit()
 
 
 def first_run(spark, ch, code: int = 7) -> None:
@@ -55,9 +58,12 @@ def change_fields(spark, ch, name: str = "EMP") -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in spark.table(t).schema["_new"].dataType.fields}
 
 
-def ddl_log(spark, ch) -> list[tuple]:
-    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).orderBy("commit_scn")
-    return [(r["commit_scn"], r["statement"], r["decision"]) for r in log.collect()]
+def ddl_log(spark, ch, *names: str) -> list[tuple]:
+    """The DDL log in SCN order: of the objects ``names``, or all of it."""
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", ""))
+    if names:
+        log = log.where(log["object_name"].isin(*names))
+    return [(r["commit_scn"], r["statement"], r["decision"]) for r in log.orderBy("commit_scn").collect()]
 
 
 def queue(spark, ch) -> dict[str, str]:
@@ -65,95 +71,154 @@ def queue(spark, ch) -> dict[str, str]:
     return {r["transaction_id"]: r["error"] for r in q.collect()}
 
 
-def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-        # EMAIL before the ADD: the dictionary in force does not know it.
-        *ins("t2", 125, {"ID": 9, "NAME": "early", "EMAIL": "x@y"}),
-        *ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
-        *ins("t3", 140, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
-        *upd("t4", 150, 1, {"ID": 1, "EMAIL": "ann@x"}),
-    ])
+# --- one channel, a table per scenario ----------------------------------------------------
+# Each scenario below has a table of its own (transaction ids start with its name), so the
+# whole module costs three pipeline runs: the first landing (each table created and loaded,
+# and two scenarios whole), the second (the DDL under test with rows on both sides), and a
+# re-run that must change nothing. Scenarios that need a channel of their own (its only
+# table; a policy) keep one.
+
+
+class Scenario:
+    """A table ``HR.<name>`` created as EMP is, and its records."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.gold_table = f"hr__{name.lower()}"
+
+    def ddl(self, txid: str, scn: int, text: str, verb: str = "ALTER TABLE") -> list[dict]:
+        return ddl(f"{self.name}.{txid}", scn, text.replace("hr.emp", f"hr.{self.name.lower()}"), verb, self.name)
+
+    def ins(self, txid: str, scn: int, row: dict) -> list[dict]:
+        return ins(f"{self.name}.{txid}", scn, row, self.name)
+
+    def upd(self, txid: str, scn: int, key: int, new: dict) -> list[dict]:
+        return upd(f"{self.name}.{txid}", scn, key, new, self.name)
+
+    def created(self, code: int = 7) -> list[dict]:
+        """The table created and one row (ID 1, ann, ``code``) inserted."""
+        return [*self.ddl("d1", 100, EMP_DDL, "CREATE TABLE"), *self.ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": code})]
+
+
+ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED = (
+    Scenario(n) for n in ("ADDED", "RENAMED", "WIDENED", "RETYPED", "DROPPED", "TRUNCATED"))
+
+FIRST_LANDING = [
+    *ADDED.ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+    *ADDED.ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+    # EMAIL before the ADD: the dictionary in force does not know it.
+    *ADDED.ins("t2", 125, {"ID": 9, "NAME": "early", "EMAIL": "x@y"}),
+    *ADDED.ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+    *ADDED.ins("t3", 140, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
+    *ADDED.upd("t4", 150, 1, {"ID": 1, "EMAIL": "ann@x"}),
+    *TRUNCATED.created(),
+    *TRUNCATED.ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+    *TRUNCATED.ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    *ddl("TRUNCATED.d3", 150, "CREATE OR REPLACE VIEW hr.truncated_v AS SELECT id FROM hr.truncated", "CREATE VIEW",
+         "TRUNCATED_V"),
+    *TRUNCATED.ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
+    *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(),
+]
+SECOND_LANDING = [
+    *RENAMED.upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
+    *RENAMED.ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
+    *RENAMED.ins("t3", 220, {"ID": 2, "FULL_NAME": "bob", "CODE": 8}),
+    *RENAMED.upd("t4", 230, 1, {"ID": 1, "CODE": 9}),
+    *WIDENED.ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (name VARCHAR2(40), code NUMBER(12))"),
+    *WIDENED.ins("t2", 210, {"ID": 2, "NAME": "a name longer than ten", "CODE": 123456789012}),
+    *RETYPED.ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (code VARCHAR2(10))"),
+    *RETYPED.ins("t2", 210, {"ID": 2, "NAME": "bob", "CODE": "A7"}),
+    *DROPPED.ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
+    *DROPPED.ins("t2", 210, {"ID": 2, "NAME": "bob"}),
+]
+
+
+@dataclass
+class Evolved:
+    channel: Channel
+    widened_version: int  # the gold table's version after the first landing
+    versions: dict[str, int]  # every table's version after the second landing
+    versions_rerun: dict[str, int]  # and after the run again
+
+
+@pytest.fixture(scope="module")
+def evolved(spark, tmp_path_factory) -> Evolved:
+    ch = make_channel(tmp_path_factory.mktemp("evolution"))
+    write_lines(ch, "src", "f1.jsonl", FIRST_LANDING)
     run_pipeline(spark, ch)
-    assert gold(spark, ch) == {
+    widened = ch.storage.table("gold", WIDENED.gold_table).replace("`", "")
+    widened_version = spark.sql(f"DESCRIBE HISTORY {widened} LIMIT 1").first()["version"]
+    write_lines(ch, "src", "f2.jsonl", SECOND_LANDING)
+    run_pipeline(spark, ch)
+    versions = table_versions(spark, ch)
+    run_pipeline(spark, ch)
+    return Evolved(ch, widened_version, versions, table_versions(spark, ch))
+
+
+def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, evolved):
+    ch, t = evolved.channel, ADDED
+    assert gold(spark, ch, t.gold_table) == {
         "columns": ["CODE", "EMAIL", "ID", "NAME"],
         "rows": {(7, "ann@x", 1, "ann"), (None, "bob@x", 2, "bob")},
     }
-    assert "EMAIL" in change_fields(spark, ch)
-    assert "column(s) not in the source dictionary of HR.EMP: EMAIL" in queue(spark, ch)["t2"]
-    assert ddl_log(spark, ch) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
-    # A re-run finds nothing new and changes nothing.
-    before = gold(spark, ch)
-    run_pipeline(spark, ch)
-    assert gold(spark, ch) == before
+    assert "EMAIL" in change_fields(spark, ch, t.name)
+    assert "column(s) not in the source dictionary of HR.ADDED: EMAIL" in queue(spark, ch)["ADDED.t2"]
+    assert ddl_log(spark, ch, t.name) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
 
 
-def test_rename_with_rows_on_both_sides_renames_in_place(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    first_run(spark, ch)
-    write_lines(ch, "src", "f2.jsonl", [
-        *upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
-        *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
-        *ins("t3", 220, {"ID": 2, "FULL_NAME": "bob", "CODE": 8}),
-        *upd("t4", 230, 1, {"ID": 1, "CODE": 9}),
-    ])
-    run_pipeline(spark, ch)
-    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {(8, "bob", 2), (9, "anna", 1)}}
-    fields = change_fields(spark, ch)
+def test_a_run_again_changes_no_table(evolved):
+    assert evolved.versions_rerun == evolved.versions
+
+
+def test_rename_with_rows_on_both_sides_renames_in_place(spark, evolved):
+    ch, t = evolved.channel, RENAMED
+    assert gold(spark, ch, t.gold_table) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {(8, "bob", 2), (9, "anna", 1)}}
+    fields = change_fields(spark, ch, t.name)
     assert "FULL_NAME" in fields and "NAME" not in fields
     # The history written before the rename names the column by its new name too.
-    t = ch.storage.table("silver", change_table_name(SRC, "HR", "EMP")).replace("`", "")
-    first = spark.table(t).where("_transaction_id = 't1'").first()
+    changes = ch.storage.table("silver", change_table_name(SRC, "HR", t.name)).replace("`", "")
+    first = spark.table(changes).where("_transaction_id = 'RENAMED.t1'").first()
     assert first["_new"]["FULL_NAME"] == "ann" and "FULL_NAME" in first["_new_present"]
-    assert structure_scn(spark, ch.storage.table("gold", "hr__emp")) == 210
+    assert structure_scn(spark, ch.storage.table("gold", t.gold_table)) == 210
     assert STRUCTURE_PROPERTY.startswith("lakestreams.")
 
 
-def test_widening_varchar2_and_number_is_in_place(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    first_run(spark, ch)
-    gold_table = ch.storage.table("gold", "hr__emp").replace("`", "")
-    version = spark.sql(f"DESCRIBE HISTORY {gold_table} LIMIT 1").first()["version"]
-    write_lines(ch, "src", "f2.jsonl", [
-        *ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (name VARCHAR2(40), code NUMBER(12))"),
-        *ins("t2", 210, {"ID": 2, "NAME": "a name longer than ten", "CODE": 123456789012}),
-    ])
-    run_pipeline(spark, ch)
-    assert gold(spark, ch)["rows"] == {(7, 1, "ann"), (123456789012, 2, "a name longer than ten")}
-    assert gold_type(spark, ch, "CODE") == "bigint"
-    assert change_fields(spark, ch)["CODE"] == "bigint"
+def test_widening_varchar2_and_number_is_in_place(spark, evolved):
+    ch, t = evolved.channel, WIDENED
+    assert gold(spark, ch, t.gold_table)["rows"] == {(7, 1, "ann"), (123456789012, 2, "a name longer than ten")}
+    assert gold_type(spark, ch, "CODE", t.gold_table) == "bigint"
+    assert change_fields(spark, ch, t.name)["CODE"] == "bigint"
     # In place: no rewrite of the gold table (metadata commits, then the apply's MERGE).
-    ops = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {gold_table}").where(f"version > {version}").collect()]
-    assert "CREATE OR REPLACE TABLE AS SELECT" not in ops and "WRITE" not in ops
-    assert ddl_log(spark, ch)[-1] == (200, "ALTER TABLE", "ALTER")
+    gold_table = ch.storage.table("gold", t.gold_table).replace("`", "")
+    history = spark.sql(f"DESCRIBE HISTORY {gold_table}").where(f"version > {evolved.widened_version}")
+    ops = [r["operation"] for r in history.collect()]
+    assert ops and "CREATE OR REPLACE TABLE AS SELECT" not in ops and "WRITE" not in ops
+    assert ddl_log(spark, ch, t.name)[-1] == (200, "ALTER TABLE", "ALTER")
 
 
-def test_number_to_varchar2_refreshes_the_target(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    first_run(spark, ch, 42)
-    write_lines(ch, "src", "f2.jsonl", [
-        *ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (code VARCHAR2(10))"),
-        *ins("t2", 210, {"ID": 2, "NAME": "bob", "CODE": "A7"}),
-    ])
-    run_pipeline(spark, ch)
-    assert gold(spark, ch)["rows"] == {("42", 1, "ann"), ("A7", 2, "bob")}
-    assert gold_type(spark, ch, "CODE") == "string"
-    assert change_fields(spark, ch)["CODE"] == "string"
-    assert ddl_log(spark, ch)[-1] == (200, "ALTER TABLE", "REFRESH")
+def test_number_to_varchar2_refreshes_the_target(spark, evolved):
+    ch, t = evolved.channel, RETYPED
+    assert gold(spark, ch, t.gold_table)["rows"] == {("42", 1, "ann"), ("A7", 2, "bob")}
+    assert gold_type(spark, ch, "CODE", t.gold_table) == "string"
+    assert change_fields(spark, ch, t.name)["CODE"] == "string"
+    assert ddl_log(spark, ch, t.name)[-1] == (200, "ALTER TABLE", "REFRESH")
 
 
-def test_dropped_column_stays_in_silver_and_leaves_gold(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    first_run(spark, ch)
-    write_lines(ch, "src", "f2.jsonl", [
-        *ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
-        *ins("t2", 210, {"ID": 2, "NAME": "bob"}),
-    ])
-    run_pipeline(spark, ch)
-    assert gold(spark, ch) == {"columns": ["ID", "NAME"], "rows": {(1, "ann"), (2, "bob")}}
-    assert "CODE" in change_fields(spark, ch)  # silver keeps history
+def test_dropped_column_stays_in_silver_and_leaves_gold(spark, evolved):
+    ch, t = evolved.channel, DROPPED
+    assert gold(spark, ch, t.gold_table) == {"columns": ["ID", "NAME"], "rows": {(1, "ann"), (2, "bob")}}
+    assert "CODE" in change_fields(spark, ch, t.name)  # silver keeps history
+
+
+def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spark, evolved):
+    ch, t = evolved.channel, TRUNCATED
+    assert gold(spark, ch, t.gold_table)["rows"] == {(8, 2, "bob")}
+    assert ddl_log(spark, ch, t.name, "TRUNCATED_V")[1:] == [
+        (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
+
+
+def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):
+    assert set(queue(spark, evolved.channel)) == {"ADDED.t2"}
 
 
 @pytest.mark.extended  # covered in the core: test_adaptddl decides KeepExistingStructure; the DROP COLUMN path runs in the core
@@ -191,22 +256,6 @@ def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
     assert "was dropped at SCN 300" in queue(spark, ch)["t3"]
     # The channel's only table: AdaptDDL never drops the last table of a channel.
     assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "FAIL"), ("CREATE TABLE", "REFRESH")]
-
-
-def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spark, tmp_path):
-    ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-        *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
-        *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
-        *ddl("d3", 150, "CREATE OR REPLACE VIEW hr.emp_v AS SELECT id FROM hr.emp", "CREATE VIEW", "EMP_V"),
-        *ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
-    ])
-    run_pipeline(spark, ch)
-    assert gold(spark, ch)["rows"] == {(8, 2, "bob")}
-    assert ddl_log(spark, ch)[1:] == [
-        (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
 
 
 @pytest.mark.extended  # covered in the core: the core truncates a table in a batch with its rows
