@@ -8,20 +8,40 @@ bronze = duplicate + pending + control + rolled_back + ddl + discarded
 transactions) are shown apart from rule discards so a discard always names its rule.
 Each bucket is counted from the table that holds it, not by subtraction, so an
 unaccounted record shows up as a broken identity.
+
+Per run: a recorded audit (``silver.audit_runs``, written after each ``lakestreams run``
+and by ``lakestreams audit --record``) keeps the overall counts and the last ingestion time
+they cover. What came since is counted on its own, from the bronze and quarantine rows
+ingested after that time and the lines of their files:
+
+since.landed = since.bronze + since.quarantined
+last.bronze + since.bronze = bronze
+sum over buckets of (bucket - last.bucket) = since.bronze
+
+A record that moved from one bucket to another (pending to applied) adds nothing to the
+last sum; a record lost between two audits breaks it. A run killed before its audit was
+recorded leaves its records to the next run's window.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
+from lakestreams.delta_io import create_missing_tables
 
 BUCKETS = (
     "duplicate", "pending", "control", "rolled_back", "ddl", "discarded", "handled",
     "below_instantiation", "applied", "error",
+)
+AUDIT_RUNS = "audit_runs"
+AUDIT_RUNS_DDL = (
+    "at TIMESTAMP, ingested_to TIMESTAMP, landed BIGINT, bronze BIGINT, quarantined BIGINT, "
+    "buckets MAP<STRING, BIGINT>, balanced BOOLEAN"
 )
 
 
@@ -89,3 +109,91 @@ def run_audit(spark: SparkSession, channel: Channel) -> Audit:
         parts = " + ".join(f"{k} {v}" for k, v in a.buckets.items())
         a.problems.append(f"bronze {a.bronze} != {parts} = {total}")
     return a
+
+
+@dataclass
+class RunAudit:
+    """What came since the last recorded audit (``since``: the ingestion time it covered;
+    None: nothing was recorded, so everything is new)."""
+
+    since: datetime | None = None
+    landed: int = 0
+    bronze: int = 0
+    quarantined: int = 0
+    moved: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _last_recorded(spark: SparkSession, channel: Channel):
+    runs = _table(spark, channel, "silver", AUDIT_RUNS)
+    # One row: the newest recorded audit (metadata).
+    return None if runs is None else runs.orderBy(F.desc("at")).first()
+
+
+def audit_since_last(spark: SparkSession, channel: Channel, overall: Audit) -> RunAudit:
+    """Check the identities of what came since the last recorded audit (module docstring)."""
+    last = _last_recorded(spark, channel)
+    r = RunAudit(since=last["ingested_to"] if last is not None else None)
+    bronze = _table(spark, channel, "bronze", "change_records")
+    quarantine = _table(spark, channel, "bronze", "quarantine")
+    if bronze is None:
+        return r
+    new = F.col("_ingested_at") > F.lit(r.since) if r.since is not None else F.lit(True)
+    new_bronze, new_quarantine = bronze.where(new), quarantine.where(new)
+    r.bronze, r.quarantined = new_bronze.count(), new_quarantine.count()
+    # Metadata only: one row per landing file.
+    files = [row[0] for row in new_bronze.select("_source_file").union(new_quarantine.select("_source_file"))
+             .distinct().collect()]
+    r.landed = spark.read.text(files).count() if files else 0
+    before = dict(last["buckets"]) if last is not None else {}
+    r.moved = {b: overall.buckets.get(b, 0) - int(before.get(b, 0)) for b in BUCKETS}
+    if r.landed != r.bronze + r.quarantined:
+        r.problems.append(f"since the last audit: landed {r.landed} != bronze {r.bronze} + quarantined {r.quarantined}")
+    last_bronze = int(last["bronze"]) if last is not None else 0
+    if last_bronze + r.bronze != overall.bronze:
+        r.problems.append(f"bronze {overall.bronze} != {last_bronze} at the last audit + {r.bronze} since")
+    if sum(r.moved.values()) != r.bronze:
+        moves = ", ".join(f"{b} {n:+d}" for b, n in r.moved.items() if n)
+        r.problems.append(f"bucket changes since the last audit ({moves or 'none'}) add up to "
+                          f"{sum(r.moved.values())}, not the {r.bronze} records bronze took in")
+    return r
+
+
+def record_audit(spark: SparkSession, channel: Channel, overall: Audit) -> bool:
+    """Keep the overall counts as the next run's starting point. Nothing is written when
+    they did not change since the last record (an idle run writes no table version)."""
+    bronze = _table(spark, channel, "bronze", "change_records")
+    if bronze is None:
+        return False
+    last = _last_recorded(spark, channel)
+    buckets = {b: int(overall.buckets.get(b, 0)) for b in BUCKETS}
+    if last is not None and (int(last["landed"]), int(last["bronze"]), int(last["quarantined"])) == (
+            overall.landed, overall.bronze, overall.quarantined) and {
+            k: int(v) for k, v in last["buckets"].items()} == buckets:
+        return False
+    quarantine = _table(spark, channel, "bronze", "quarantine")
+    # One row: the newest ingestion time (metadata).
+    ingested_to = bronze.select("_ingested_at").union(quarantine.select("_ingested_at")).agg(F.max("_ingested_at")).first()[0]
+    create_missing_tables(spark, channel.storage, "silver", ((AUDIT_RUNS, AUDIT_RUNS_DDL),))
+    row = spark.createDataFrame(
+        [(ingested_to, overall.landed, overall.bronze, overall.quarantined, buckets, overall.ok)],
+        "ingested_to TIMESTAMP, landed BIGINT, bronze BIGINT, quarantined BIGINT, buckets MAP<STRING, BIGINT>, "
+        "balanced BOOLEAN",
+    ).select(F.current_timestamp().alias("at"), "*")
+    row.write.format("delta").mode("append").saveAsTable(channel.storage.table("silver", AUDIT_RUNS).replace("`", ""))
+    return True
+
+
+def format_run_audit(r: RunAudit) -> str:
+    since = f"ingested after {r.since:%Y-%m-%d %H:%M:%S}" if r.since is not None else "everything (no audit recorded yet)"
+    moves = ", ".join(f"{b} {n:+d}" for b, n in r.moved.items() if n) or "none"
+    return "\n".join([
+        f"since the last recorded audit: {since}",
+        f"  landed {r.landed} = bronze {r.bronze} + quarantined {r.quarantined}",
+        f"  bucket changes: {moves}",
+        "  accounting          " + ("balanced" if r.ok else "UNBALANCED: " + "; ".join(r.problems)),
+    ])

@@ -32,8 +32,11 @@ def _session(ch: Channel):
     return spark
 
 
-def _print_summary(spark, ch: Channel) -> int:
-    from lakestreams.audit import run_audit
+def _print_summary(spark, ch: Channel, record: bool = False) -> int:
+    """The overall accounting, what came since the last recorded audit, the gold tables and
+    the rules; ``record``: keep these counts as the next audit's starting point. Exit 3 if
+    an identity does not hold."""
+    from lakestreams.audit import audit_since_last, format_run_audit, record_audit, run_audit
     from lakestreams.pipeline import (
         discard_reasons,
         format_rule_report,
@@ -46,11 +49,15 @@ def _print_summary(spark, ch: Channel) -> int:
     eq = ch.storage.table("gold", "error_queue").replace("`", "")
     errors = spark.table(eq).count() if spark.catalog.tableExists(eq) else 0
     print(format_summary(audit, gold_summary(spark, ch), errors, discard_reasons(spark, ch)))
+    since = audit_since_last(spark, ch, audit)
+    print(format_run_audit(since))
     report = format_rule_report(rule_report(spark, ch))
     if report:
         print("rules per silver batch (records kept or discarded by each rule; row migrations)")
         print("\n".join(report))
-    return 0 if audit.ok else 3
+    if record:
+        record_audit(spark, ch, audit)
+    return 0 if audit.ok and since.ok else 3
 
 
 def cmd_run(args: argparse.Namespace, stages: tuple[str, ...]) -> int:
@@ -60,13 +67,13 @@ def cmd_run(args: argparse.Namespace, stages: tuple[str, ...]) -> int:
     spark = _session(ch)
     run_pipeline(spark, ch, stages)
     if stages == ("bronze", "silver", "gold"):
-        return _print_summary(spark, ch)
+        return _print_summary(spark, ch, record=True)
     return 0
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     ch = _channel(args)
-    return _print_summary(_session(ch), ch)
+    return _print_summary(_session(ch), ch, record=args.record)
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -210,7 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("bronze", "ingest new landing files")
     add("silver", "sequence, filter and type new bronze records")
     add("gold", "plan and apply (dbt) the new silver batches")
-    add("audit", "check the accounting identities; exit 3 when unbalanced")
+    add("audit", "check the accounting identities, overall and since the last recorded audit; exit 3 when unbalanced") \
+        .add_argument("--record", action="store_true",
+                      help="keep the counts as the next audit's starting point (lakestreams run always does)")
     add("maintain", "OPTIMIZE and VACUUM bronze and silver")
     add("rules", "list each client's rule sets, rules (Oracle condition text) and transformations")
     add("simulate", "what a proposed channel file would keep, discard or migrate differently; writes nothing") \
@@ -237,6 +246,7 @@ def writes(args: argparse.Namespace) -> bool:
     """Whether the command changes the channel's tables (and so takes its run lock)."""
     return (
         args.command in ("run", "demo", "bronze", "silver", "gold", "rebuild", "maintain")
+        or (args.command == "audit" and args.record)
         or (args.command == "errors" and args.action in ("execute", "delete"))
         or (args.command == "compare" and args.resnapshot)
     )

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
-from lakestreams.audit import run_audit
+from lakestreams.audit import audit_since_last, record_audit, run_audit
 from lakestreams.pipeline import run_pipeline
 
 
@@ -33,12 +33,24 @@ def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
     # In the same batch: the later file's different record for t.clash position 1.
     write_lines(ch, "src", "f5.jsonl", [claimed_again])
     run_pipeline(spark, ch)
+    # Per run: nothing recorded yet, so everything is new and each bucket grew from 0.
+    first = run_audit(spark, ch)
+    since = audit_since_last(spark, ch, first)
+    assert since.ok and since.since is None, since.problems
+    assert (since.landed, since.bronze, since.quarantined) == (first.landed, first.bronze, first.quarantined)
+    assert since.moved == first.buckets and record_audit(spark, ch, first)
 
     # The next day: f1 copied again under another name, t.late's missing record, and a
     # different record for a position bronze already holds.
     write_lines(ch, "src", "g1.jsonl", good)
     write_lines(ch, "src", "g2.jsonl", [late[1], dict(good[2], new_values={"ID": 1, "NAME": "rewritten"})])
     run_pipeline(spark, ch)
+    # The second run alone: its two files, the copy all duplicates, one record quarantined.
+    since = audit_since_last(spark, ch, run_audit(spark, ch))
+    assert since.ok and since.since is not None, since.problems
+    assert (since.landed, since.bronze, since.quarantined) == (len(good) + 2, len(good) + 1, 1)
+    assert since.moved["duplicate"] == len(good) and since.moved["error"] == 1  # t.late's late record
+    assert sum(since.moved.values()) == since.bronze
 
     quarantine = {
         r["raw"]: r["reason"]
@@ -82,7 +94,19 @@ def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
     errors = sum(len(txn) - 1 for _, _, txn, _ in TRANSACTIONS)  # COMMIT records are control
     assert audit.buckets["error"] == errors + 1  # and t.late's late record
 
-    # Nothing new: a third run writes no table version.
+    # Nothing new: a third run writes no table version (and its audit record neither).
+    assert record_audit(spark, ch, audit)
     before = table_versions(spark, ch)
     run_pipeline(spark, ch)
+    assert not record_audit(spark, ch, run_audit(spark, ch))
     assert table_versions(spark, ch) == before
+
+    # Records lost from a bucket since the last audit (bronze is append-only; a silver
+    # count is not) break the identity of what came since, not only the overall one.
+    # Storage.table quotes the channel's checked identifiers.
+    spark.sql(f"DELETE FROM {ch.storage.table('silver', 'outcomes')} WHERE bucket = 'control'")
+    overall = run_audit(spark, ch)
+    since = audit_since_last(spark, ch, overall)
+    lost = audit.buckets["control"]
+    assert not overall.ok and since.problems == [
+        f"bucket changes since the last audit (control -{lost}) add up to -{lost}, not the 0 records bronze took in"]
