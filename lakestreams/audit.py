@@ -140,7 +140,7 @@ def audit_since_last(spark: SparkSession, channel: Channel, overall: Audit) -> R
     r = RunAudit(since=last["ingested_to"] if last is not None else None)
     bronze = _table(spark, channel, "bronze", "change_records")
     quarantine = _table(spark, channel, "bronze", "quarantine")
-    if bronze is None:
+    if bronze is None or quarantine is None:  # bronze makes both at once: nothing landed yet
         return r
     new = F.col("_ingested_at") > F.lit(r.since) if r.since is not None else F.lit(True)
     new_bronze, new_quarantine = bronze.where(new), quarantine.where(new)
@@ -167,7 +167,8 @@ def record_audit(spark: SparkSession, channel: Channel, overall: Audit) -> bool:
     """Keep the overall counts as the next run's starting point. Nothing is written when
     they did not change since the last record (an idle run writes no table version)."""
     bronze = _table(spark, channel, "bronze", "change_records")
-    if bronze is None:
+    quarantine = _table(spark, channel, "bronze", "quarantine")
+    if bronze is None or quarantine is None:
         return False
     last = _last_recorded(spark, channel)
     buckets = {b: int(overall.buckets.get(b, 0)) for b in BUCKETS}
@@ -175,7 +176,6 @@ def record_audit(spark: SparkSession, channel: Channel, overall: Audit) -> bool:
             overall.landed, overall.bronze, overall.quarantined) and {
             k: int(v) for k, v in last["buckets"].items()} == buckets:
         return False
-    quarantine = _table(spark, channel, "bronze", "quarantine")
     # One row: the newest ingestion time (metadata).
     ingested_to = bronze.select("_ingested_at").union(quarantine.select("_ingested_at")).agg(F.max("_ingested_at")).first()[0]
     create_missing_tables(spark, channel.storage, "silver", ((AUDIT_RUNS, AUDIT_RUNS_DDL),))
