@@ -46,16 +46,20 @@ AUDIT_RUNS_DDL = (
 
 
 @dataclass
-class Audit:
+class _Counts:
     landed: int = 0
     bronze: int = 0
     quarantined: int = 0
-    buckets: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+@dataclass
+class Audit(_Counts):
+    buckets: dict[str, int] = field(default_factory=dict)
 
 
 def _table(spark: SparkSession, channel: Channel, layer: str, name: str):
@@ -112,20 +116,16 @@ def run_audit(spark: SparkSession, channel: Channel) -> Audit:
 
 
 @dataclass
-class RunAudit:
+class RunAudit(_Counts):
     """What came since the last recorded audit (``since``: the ingestion time it covered;
-    None: nothing was recorded, so everything is new)."""
+    None: nothing was recorded, so everything is new). ``ingested_to``: the newest
+    ingestion time now covered; ``changed``: whether the overall counts differ from the
+    last record (what ``record_audit`` writes)."""
 
     since: datetime | None = None
-    landed: int = 0
-    bronze: int = 0
-    quarantined: int = 0
     moved: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
+    ingested_to: datetime | None = None
+    changed: bool = False
 
 
 def _last_recorded(spark: SparkSession, channel: Channel):
@@ -138,19 +138,28 @@ def audit_since_last(spark: SparkSession, channel: Channel, overall: Audit) -> R
     """Check the identities of what came since the last recorded audit (module docstring)."""
     last = _last_recorded(spark, channel)
     r = RunAudit(since=last["ingested_to"] if last is not None else None)
+    r.ingested_to = r.since
     bronze = _table(spark, channel, "bronze", "change_records")
     quarantine = _table(spark, channel, "bronze", "quarantine")
     if bronze is None or quarantine is None:  # bronze makes both at once: nothing landed yet
         return r
     new = F.col("_ingested_at") > F.lit(r.since) if r.since is not None else F.lit(True)
-    new_bronze, new_quarantine = bronze.where(new), quarantine.where(new)
-    r.bronze, r.quarantined = new_bronze.count(), new_quarantine.count()
-    # Metadata only: one row per landing file.
-    files = [row[0] for row in new_bronze.select("_source_file").union(new_quarantine.select("_source_file"))
-             .distinct().collect()]
-    r.landed = spark.read.text(files).count() if files else 0
-    before = dict(last["buckets"]) if last is not None else {}
-    r.moved = {b: overall.buckets.get(b, 0) - int(before.get(b, 0)) for b in BUCKETS}
+
+    def per_file(df, kind: str):
+        return df.where(new).groupBy("_source_file").agg(
+            F.lit(kind).alias("kind"), F.count(F.lit(1)).alias("n"), F.max("_ingested_at").alias("at"))
+
+    # Metadata only: one row per landing file and table (a file can feed both).
+    files = per_file(bronze, "bronze").unionByName(per_file(quarantine, "quarantine")).collect()
+    r.bronze = sum(f["n"] for f in files if f["kind"] == "bronze")
+    r.quarantined = sum(f["n"] for f in files if f["kind"] == "quarantine")
+    paths = sorted({f["_source_file"] for f in files})
+    r.landed = spark.read.text(paths).count() if paths else 0
+    r.ingested_to = max((f["at"] for f in files), default=r.since)
+    before = {k: int(v) for k, v in last["buckets"].items()} if last is not None else {}
+    r.moved = {b: overall.buckets.get(b, 0) - before.get(b, 0) for b in BUCKETS}
+    r.changed = last is None or (int(last["landed"]), int(last["bronze"]), int(last["quarantined"])) != (
+        overall.landed, overall.bronze, overall.quarantined) or any(r.moved.values())
     if r.landed != r.bronze + r.quarantined:
         r.problems.append(f"since the last audit: landed {r.landed} != bronze {r.bronze} + quarantined {r.quarantined}")
     last_bronze = int(last["bronze"]) if last is not None else 0
@@ -163,24 +172,16 @@ def audit_since_last(spark: SparkSession, channel: Channel, overall: Audit) -> R
     return r
 
 
-def record_audit(spark: SparkSession, channel: Channel, overall: Audit) -> bool:
-    """Keep the overall counts as the next run's starting point. Nothing is written when
-    they did not change since the last record (an idle run writes no table version)."""
-    bronze = _table(spark, channel, "bronze", "change_records")
-    quarantine = _table(spark, channel, "bronze", "quarantine")
-    if bronze is None or quarantine is None:
+def record_audit(spark: SparkSession, channel: Channel, overall: Audit, since: RunAudit) -> bool:
+    """Keep the overall counts (``since``: ``audit_since_last`` of them) as the next run's
+    starting point. Nothing is written when they did not change since the last record (an
+    idle run writes no table version)."""
+    if not since.changed or _table(spark, channel, "bronze", "change_records") is None:
         return False
-    last = _last_recorded(spark, channel)
-    buckets = {b: int(overall.buckets.get(b, 0)) for b in BUCKETS}
-    if last is not None and (int(last["landed"]), int(last["bronze"]), int(last["quarantined"])) == (
-            overall.landed, overall.bronze, overall.quarantined) and {
-            k: int(v) for k, v in last["buckets"].items()} == buckets:
-        return False
-    # One row: the newest ingestion time (metadata).
-    ingested_to = bronze.select("_ingested_at").union(quarantine.select("_ingested_at")).agg(F.max("_ingested_at")).first()[0]
     create_missing_tables(spark, channel.storage, "silver", ((AUDIT_RUNS, AUDIT_RUNS_DDL),))
+    buckets = {b: int(overall.buckets.get(b, 0)) for b in BUCKETS}
     row = spark.createDataFrame(
-        [(ingested_to, overall.landed, overall.bronze, overall.quarantined, buckets, overall.ok)],
+        [(since.ingested_to, overall.landed, overall.bronze, overall.quarantined, buckets, overall.ok)],
         "ingested_to TIMESTAMP, landed BIGINT, bronze BIGINT, quarantined BIGINT, buckets MAP<STRING, BIGINT>, "
         "balanced BOOLEAN",
     ).select(F.current_timestamp().alias("at"), "*")

@@ -56,7 +56,7 @@ def _print_summary(spark, ch: Channel, record: bool = False) -> int:
         print("rules per silver batch (records kept or discarded by each rule; row migrations)")
         print("\n".join(report))
     if record:
-        record_audit(spark, ch, audit)
+        record_audit(spark, ch, audit, since)
     return 0 if audit.ok and since.ok else 3
 
 

@@ -38,7 +38,7 @@ def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
     since = audit_since_last(spark, ch, first)
     assert since.ok and since.since is None, since.problems
     assert (since.landed, since.bronze, since.quarantined) == (first.landed, first.bronze, first.quarantined)
-    assert since.moved == first.buckets and record_audit(spark, ch, first)
+    assert since.moved == first.buckets and record_audit(spark, ch, first, since)
 
     # The next day: f1 copied again under another name, t.late's missing record, and a
     # different record for a position bronze already holds.
@@ -95,10 +95,11 @@ def test_every_bad_kind_has_a_place_and_a_reason(spark, tmp_path):
     assert audit.buckets["error"] == errors + 1  # and t.late's late record
 
     # Nothing new: a third run writes no table version (and its audit record neither).
-    assert record_audit(spark, ch, audit)
+    assert record_audit(spark, ch, audit, audit_since_last(spark, ch, audit))
     before = table_versions(spark, ch)
     run_pipeline(spark, ch)
-    assert not record_audit(spark, ch, run_audit(spark, ch))
+    idle = run_audit(spark, ch)
+    assert not record_audit(spark, ch, idle, audit_since_last(spark, ch, idle))
     assert table_versions(spark, ch) == before
 
     # Records lost from a bucket since the last audit (bronze is append-only; a silver

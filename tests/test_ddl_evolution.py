@@ -35,11 +35,8 @@ def upd(txid: str, scn: int, key: int, new: dict, table: str = "EMP") -> list[di
 
 
 def first_run(spark, ch, code: int = 7) -> None:
-    """The table created, one row (ID 1, ann, ``code``) inserted, applied to gold."""
-    write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": code}),
-    ])
+    """HR.EMP created, one row (ID 1, ann, ``code``) inserted, applied to gold."""
+    write_lines(ch, "src", "f1.jsonl", Scenario("EMP").created(code))
     run_pipeline(spark, ch)
 
 
@@ -104,8 +101,7 @@ ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED = (
     Scenario(n) for n in ("ADDED", "RENAMED", "WIDENED", "RETYPED", "DROPPED", "TRUNCATED"))
 
 FIRST_LANDING = [
-    *ADDED.ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-    *ADDED.ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+    *ADDED.created(),
     # EMAIL before the ADD: the dictionary in force does not know it.
     *ADDED.ins("t2", 125, {"ID": 9, "NAME": "early", "EMAIL": "x@y"}),
     *ADDED.ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
