@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -185,6 +186,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _print_summary(spark, ch)
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    """Per gold table: applied SCN, records waiting or open, errors, last DDL (reads only)."""
+    from lakestreams.status import channel_status, format_status
+
+    ch = _channel(args)
+    status = channel_status(_session(ch), ch)
+    print(json.dumps(status.as_dict(), default=str, indent=2) if args.json else format_status(status))
+    return 0
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -220,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("audit", "check the accounting identities, overall and since the last recorded audit; exit 3 when unbalanced") \
         .add_argument("--record", action="store_true",
                       help="keep the counts as the next audit's starting point (lakestreams run always does)")
+    add("status", "per gold table and source: applied SCN, records waiting or open, errors, last DDL") \
+        .add_argument("--json", action="store_true", help="print the status as JSON")
     add("maintain", "OPTIMIZE and VACUUM bronze and silver")
     add("rules", "list each client's rule sets, rules (Oracle condition text) and transformations")
     add("simulate", "what a proposed channel file would keep, discard or migrate differently; writes nothing") \
@@ -284,7 +297,7 @@ def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command in ("bronze", "silver", "gold"):
         return cmd_run(args, (args.command,))
     commands = {
-        "ddl": cmd_ddl, "audit": cmd_audit, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
+        "ddl": cmd_ddl, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
         "rebuild": cmd_rebuild, "errors": cmd_errors, "compare": cmd_compare,
     }
     if args.command not in commands:

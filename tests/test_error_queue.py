@@ -3,6 +3,9 @@ re-executed once, in SCN order, on what gold holds; or deleted."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 import yaml
 from chispa import assert_df_equality
@@ -16,6 +19,7 @@ from lakestreams.cli import main
 from lakestreams.config import TableSpec
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.pipeline import run_pipeline
+from lakestreams.status import channel_status
 
 SCHEMA = "REGION_ID INT, REGION_NAME STRING, NOTE STRING"
 COUNTRIES_DDL = "CREATE TABLE hr.countries (country_id CHAR(2) NOT NULL, CONSTRAINT c_pk PRIMARY KEY (country_id))"
@@ -40,7 +44,19 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
         # A key that is taken (ORA-00001): deleted from the queue below, never applied.
         *Txn("t6", 600).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "dup", "NOTE": None}).commit(),
     ])
+    # Silver first: what is complete waits for gold (t4's REGIONS insert too); its COUNTRIES
+    # record failed in silver, on no table.
+    run_pipeline(spark, ch, ("bronze", "silver"))
+    status = channel_status(spark, ch)
+    assert [(t.target, t.waiting, t.open, t.errors, t.applied_scn) for t in status.tables] == [
+        ("hr__regions", 5, 0, 0, None)]
+    assert (status.failed_in_silver, status.error_queue, status.last_plan) == (1, 0, None)
+    assert status.pending == run_audit(spark, ch).buckets["pending"] == 6
     run_pipeline(spark, ch)
+    status = channel_status(spark, ch)
+    assert [(t.target, t.waiting, t.errors, t.applied_scn) for t in status.tables] == [("hr__regions", 0, 3, 500)]
+    assert status.tables[0].last_ddl == "SCN 100 CREATE TABLE → ADD"
+    assert (status.pending, status.error_queue, status.errors_elsewhere) == (0, 3, 0)
     gold = f"{ch.storage.schema_name('gold')}.hr__regions"
     assert_df_equality(spark.table(gold).select("REGION_ID", "REGION_NAME", "NOTE"),
                        spark.createDataFrame([(1, "A", "m")], SCHEMA), ignore_row_order=True)
@@ -79,6 +95,14 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     listed = capsys.readouterr().out
     assert "1 transaction(s) in the error queue" in listed and "t4  commit SCN 400  3 record(s)" in listed
     assert "COUNTRIES is not in the source dictionary" in listed
+    # The operator's view: t4 waits in the queue, with a change of REGIONS.
+    assert main(["status", "--channel", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "error queue 1 transaction(s)\n" in shown
+    assert re.search(r"hr__regions +DBS1.EXAMPLE.COM HR.REGIONS +500 .* 0 +0 +1  SCN 100 CREATE TABLE → ADD", shown), shown
+    assert main(["status", "--channel", str(path), "--json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    assert (as_json["error_queue"], as_json["pending"], as_json["tables"][0]["applied_scn"]) == (1, 0, 500)
     assert main(["errors", "execute", "--channel", str(path)]) == 2
     assert "errors execute: give a transaction id or --all" in capsys.readouterr().err
 

@@ -13,6 +13,7 @@ from lakestreams.audit import run_audit
 from lakestreams.config import channel_from_dict
 from lakestreams.pipeline import run_pipeline
 from lakestreams.sample import generate_hr_sample
+from lakestreams.status import channel_status
 
 EXPECTED_COUNTS = {"records": 1002, "pending_transactions": 1}
 
@@ -88,3 +89,21 @@ def test_demo_channel_loads():
 
     ch = load_channel(REPO / "sample_data" / "hr_demo.yml")
     assert [ld.transactions for ld in ch.landing] == ["commit_records", "whole_file"]
+
+
+def test_status_per_table_and_source(spark, hr):
+    """`lakestreams status`: every change table's records applied up to its newest commit
+    SCN; the pending records are the audit's (the open transaction)."""
+    ch, _, _ = hr
+    status = channel_status(spark, ch)
+    assert status.pending == run_audit(spark, ch).buckets["pending"] > 0
+    assert sum(t.open for t in status.tables) + status.open_elsewhere == status.pending
+    assert [s.source_database for s in status.sources] == ["DBS1.EXAMPLE.COM", "DBS2.EXAMPLE.COM"]
+    silver = ch.storage.schema_name("silver")
+    newest = {}
+    for t in spark.catalog.listTables(silver):
+        if t.name.startswith("chg__"):
+            row = spark.table(f"{silver}.{t.name}").agg(F.max("_commit_scn"), F.first("_source_database")).first()
+            newest[(t.name.split("__", 2)[2], row[1])] = row[0]
+    assert {(t.target, t.source_database): t.applied_scn for t in status.tables} == newest
+    assert all(t.waiting == 0 and t.errors == 0 and t.last_ddl.endswith("CREATE TABLE → ADD") for t in status.tables)
