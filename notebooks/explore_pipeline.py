@@ -52,9 +52,13 @@ display(spark.table(t("silver", "ddl_log")).orderBy("source_database", "commit_s
 
 # COMMAND ----------
 
-# MAGIC %md ## Gold: apply progress and error queue
+# MAGIC %md ## Gold: status per table, apply progress and error queue
+# MAGIC The other notebooks go further: `rule_audit`, `ddl_log`, `error_queue`, `apply_progress`.
 
 # COMMAND ----------
 
+from lakestreams.status import channel_status, format_status
+
+print(format_status(channel_status(spark, ch)))  # noqa: F821
 display(spark.table(t("gold", "apply_progress")).orderBy("plan_id", "target"))  # noqa: F821
 display(spark.table(t("gold", "error_queue")).select("source_database", "transaction_id", "commit_scn", "error", "record_count"))  # noqa: F821
