@@ -25,10 +25,13 @@ HEADER = "# Databricks notebook source"
 DISPLAY_ROWS = 50
 
 
-def progress_over_time(spark: SparkSession, channel: Channel) -> DataFrame:
-    """Per applied plan, gold table and source: when it was applied, the highest commit
-    SCN applied and the lag (seconds from that change's commit to its apply)."""
+def progress_over_time(spark: SparkSession, channel: Channel, plans: int = 500) -> DataFrame:
+    """Per applied plan (the last ``plans`` of them), gold table and source: when it was
+    applied, the highest commit SCN applied and the lag (seconds from that change's commit
+    to its apply)."""
     progress = spark.table(channel.storage.table("gold", "apply_progress").replace("`", ""))
+    newest = progress.agg(F.max("plan_id").alias("_newest"))
+    progress = progress.crossJoin(newest).where(F.col("plan_id") > F.col("_newest") - plans)
     return progress.select(
         "plan_id", "target", "source_database", "applied_at", "applied_scn", "records",
         (F.unix_timestamp("applied_at") - F.unix_timestamp("applied_commit_time")).alias("lag_seconds"),

@@ -34,6 +34,9 @@ from lakestreams.config import Channel
 
 @dataclass
 class TableStatus:
+    """One source table and the gold table it feeds (two source tables of one database
+    merged into one target share that target's applied SCN, which is kept per source)."""
+
     target: str  # gold table, e.g. hr__regions
     source_database: str
     source_table: str  # OWNER.TABLE at the source
@@ -106,7 +109,9 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
     rows: dict[tuple[str, str, str], TableStatus] = {}
     for src, sowner, sname, tdef, _chg in current:
         rows[(src, sowner, sname)] = TableStatus(target_model_name(tdef.owner, tdef.name), src, f"{sowner}.{sname}")
-    by_target = {(t.source_database, t.target): t for t in rows.values()}
+    by_target: dict[tuple[str, str], list[TableStatus]] = {}
+    for t in rows.values():
+        by_target.setdefault((t.source_database, t.target), []).append(t)
 
     # Waiting: released to a change table after the last applied plan. One job over all
     # change tables; one row per change table reaches the driver.
@@ -142,8 +147,7 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
     if progress is not None:
         for r in progress.groupBy("target", "source_database").agg(
                 F.max("applied_scn").alias("scn"), F.max("applied_at").alias("at")).collect():
-            row = by_target.get((r["source_database"], r["target"]))
-            if row is not None:
+            for row in by_target.get((r["source_database"], r["target"]), []):
                 row.applied_scn, row.applied_at = int(r["scn"]), r["at"]
 
     # Errors: queued transactions, tied by the plan outcomes to the targets they hold changes of.
@@ -157,8 +161,7 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
             "source_database", "transaction_id", "owner", "table_name").distinct().join(
             keys, ["source_database", "transaction_id"], "left_semi")
         for r in holding.groupBy("source_database", "owner", "table_name").count().collect():
-            row = by_target.get((r["source_database"], target_model_name(r["owner"], r["table_name"])))
-            if row is not None:
+            for row in by_target.get((r["source_database"], target_model_name(r["owner"], r["table_name"])), []):
                 row.errors = int(r["count"])
         status.errors_elsewhere = keys.join(holding, ["source_database", "transaction_id"], "left_anti").count()
 
