@@ -25,14 +25,27 @@ HEADER = "# Databricks notebook source"
 DISPLAY_ROWS = 50
 
 
+def _table(spark: SparkSession, channel: Channel, layer: str, name: str) -> DataFrame | None:
+    q = channel.storage.table(layer, name).replace("`", "")
+    return spark.table(q) if spark.catalog.tableExists(q) else None
+
+
+PROGRESS_COLUMNS = (
+    "plan_id BIGINT, target STRING, source_database STRING, applied_at TIMESTAMP, applied_scn BIGINT, "
+    "records BIGINT, lag_seconds BIGINT"
+)
+
+
 def progress_over_time(spark: SparkSession, channel: Channel, plans: int = 500) -> DataFrame:
     """Per applied plan (the last ``plans`` of them), gold table and source: when it was
     applied, the highest commit SCN applied and the lag (seconds from that change's commit
-    to its apply)."""
-    progress = spark.table(channel.storage.table("gold", "apply_progress").replace("`", ""))
-    newest = progress.agg(F.max("plan_id").alias("_newest"))
-    progress = progress.crossJoin(newest).where(F.col("plan_id") > F.col("_newest") - plans)
-    return progress.select(
+    to its apply). Empty before the first plan."""
+    progress = _table(spark, channel, "gold", "apply_progress")
+    if progress is None:
+        return spark.createDataFrame([], PROGRESS_COLUMNS)
+    # Plan ids are silver batch numbers, so they skip: take the last ``plans`` ids there are.
+    last = progress.select("plan_id").distinct().orderBy(F.desc("plan_id")).limit(plans)
+    return progress.join(last, "plan_id", "left_semi").select(
         "plan_id", "target", "source_database", "applied_at", "applied_scn", "records",
         (F.unix_timestamp("applied_at") - F.unix_timestamp("applied_commit_time")).alias("lag_seconds"),
     ).orderBy("applied_at", "target", "source_database")
@@ -40,13 +53,49 @@ def progress_over_time(spark: SparkSession, channel: Channel, plans: int = 500) 
 
 def table_revisions(spark: SparkSession, channel: Channel) -> DataFrame:
     """The source dictionary: each table's revisions in SCN order, columns by name and type."""
-    d = spark.table(channel.storage.table("silver", "dictionary").replace("`", ""))
+    d = _table(spark, channel, "silver", "dictionary")
+    if d is None:
+        return spark.createDataFrame([], "source_database STRING, owner STRING, table_name STRING, revision_scn BIGINT")
     return d.select(
         "source_database", "owner", "table_name", "revision_scn", "status",
         F.array_join(F.transform("columns", lambda c: F.concat_ws(" ", c["name"], c["oracle_type"])), ", ")
         .alias("columns"),
         F.array_join("key_columns", ", ").alias("key"), "key_kind", "target_decision", "ddl_text",
     ).orderBy("source_database", "owner", "table_name", "revision_scn")
+
+
+def quarantine_reasons(spark: SparkSession, channel: Channel) -> DataFrame:
+    """Quarantined records per reason, most first."""
+    q = _table(spark, channel, "bronze", "quarantine")
+    if q is None:
+        return spark.createDataFrame([], "reason STRING, records BIGINT")
+    return q.groupBy("reason").agg(F.count(F.lit(1)).alias("records")).orderBy(F.desc("records"), "reason")
+
+
+def error_queue_frame(spark: SparkSession, channel: Channel) -> DataFrame:
+    """The error queue without the records, oldest commit SCN first."""
+    q = _table(spark, channel, "gold", "error_queue")
+    if q is None:
+        return spark.createDataFrame([], "source_database STRING, transaction_id STRING, commit_scn BIGINT")
+    return q.select("source_database", "transaction_id", "commit_scn", "error", "record_count", "plan_id").orderBy(
+        "commit_scn", "source_database", "transaction_id")
+
+
+def error_queue_action(spark: SparkSession, channel: Channel, action: str, transaction: str | None) -> str | None:
+    """What the error-queue notebook's widgets ask: "" lists only; ``execute`` one
+    transaction, or all of them when none is named; ``delete`` one transaction."""
+    from lakestreams.api import Streams
+    from lakestreams.errors import ConfigError
+
+    streams = Streams(channel)
+    if not action:
+        return None
+    if action == "execute":
+        done = streams.execute_error(spark, transaction) if transaction else streams.execute_all_errors(spark)
+        return f"re-executed {done.count} transaction(s)"
+    if action == "delete" and transaction:
+        return f"removed {streams.delete_error(spark, transaction)} transaction(s) from the error queue"
+    raise ConfigError(f"error queue action {action!r}: use execute (a transaction, or all), or delete a transaction")
 
 
 def plot_progress(progress: DataFrame):
@@ -66,7 +115,8 @@ def plot_progress(progress: DataFrame):
         at = [p["applied_at"] for p in points]
         label = f"{target} ({source})"
         scn_ax.plot(at, [p["applied_scn"] for p in points], marker="o", label=label)
-        lag_ax.plot(at, [p["lag_seconds"] / 3600 for p in points], marker="o", label=label)
+        lag_ax.plot(at, [p["lag_seconds"] / 3600 if p["lag_seconds"] is not None else None for p in points],
+                    marker="o", label=label)
     scn_ax.set_ylabel("applied SCN")
     lag_ax.set_ylabel("lag (hours)")
     for ax in (scn_ax, lag_ax):
@@ -103,6 +153,7 @@ class NotebookRun:
 
     tables: list[str] = field(default_factory=list)
     images: list[Path] = field(default_factory=list)
+    figures: list = field(default_factory=list)
     printed: str = ""
 
 
@@ -126,7 +177,7 @@ def run_notebook(path: Path, spark: SparkSession, widgets: dict[str, str], out_d
 
     def display(obj) -> None:
         if isinstance(obj, DataFrame):
-            # The first rows only, as Databricks' display: never the whole table.
+            # The first rows only, for a person to read, as Databricks' display shows them.
             shown = io.StringIO()
             with contextlib.redirect_stdout(shown):
                 obj.show(DISPLAY_ROWS, truncate=40)
@@ -135,6 +186,7 @@ def run_notebook(path: Path, spark: SparkSession, widgets: dict[str, str], out_d
             png = out_dir / f"{path.stem}_{len(run.images) + 1}.png"
             obj.savefig(png)
             run.images.append(png)
+            run.figures.append(obj)
         else:
             run.tables.append(str(obj))
 

@@ -58,6 +58,7 @@ class SourceStatus:
 @dataclass
 class ChannelStatus:
     channel: str
+    landed: bool = False  # bronze holds records (or held: it is append-only)
     tables: list[TableStatus] = field(default_factory=list)
     sources: list[SourceStatus] = field(default_factory=list)
     last_plan: int | None = None
@@ -94,6 +95,7 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
     targets = _table(spark, channel, "silver", "targets")
     if bronze is None:
         return status
+    status.landed = True
     if ledger is None or targets is None:
         status.unread = bronze.count()
         return status
@@ -101,11 +103,14 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
     runs = _table(spark, channel, "silver", "gold_runs")
     applied = runs.where("state = 'applied'") if runs is not None else None
     last = applied.orderBy(F.desc("plan_id")).first() if applied is not None else None  # one row: metadata
-    applied_to = int(last["silver_to"]) if last is not None else 0
+    # As the audit reads it: the highest silver batch an applied plan took.
+    applied_to = int(applied.agg(F.max("silver_to")).first()[0] or 0) if applied is not None else 0
     if last is not None:
         status.last_plan, status.last_plan_at = int(last["plan_id"]), last["at"]
 
-    current = load_targets(spark, channel)
+    # A change table a killed rebuild dropped before its targets rows: nothing waits in it.
+    existing = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
+    current = [t for t in load_targets(spark, channel) if t[4] in existing]
     rows: dict[tuple[str, str, str], TableStatus] = {}
     for src, sowner, sname, tdef, _chg in current:
         rows[(src, sowner, sname)] = TableStatus(target_model_name(tdef.owner, tdef.name), src, f"{sowner}.{sname}")
@@ -194,7 +199,7 @@ def _when(at: datetime | None) -> str:
 
 
 def format_status(s: ChannelStatus) -> str:
-    if not s.tables and not s.unread:
+    if not s.landed:
         return f"channel {s.channel}: nothing landed yet"
     plan = (f"last applied plan {s.last_plan} at {_when(s.last_plan_at)}" if s.last_plan is not None
             else "no plan applied yet")

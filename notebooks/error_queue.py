@@ -16,24 +16,19 @@ transaction = dbutils.widgets.get("transaction") or None  # noqa: F821
 
 # COMMAND ----------
 
-from lakestreams.api import Streams
 from lakestreams.config import load_channel
+from lakestreams.explore import error_queue_action, error_queue_frame
 from lakestreams.pipeline import format_error_queue
 from lakestreams.spark import ensure_schemas
 
 ch = load_channel(channel_file)
 ensure_schemas(spark, ch.storage)  # noqa: F821
-streams = Streams(ch)
 
 # COMMAND ----------
 
-if action == "execute":
-    result = streams.execute_error(spark, transaction) if transaction else streams.execute_all_errors(spark)  # noqa: F821
-    print(result)
-elif action == "delete" and transaction:
-    print(f"removed {streams.delete_error(spark, transaction)} transaction(s)")  # noqa: F821
-elif action:
-    raise ValueError(f"action {action!r}: use execute, or delete with a transaction")
+done = error_queue_action(spark, ch, action, transaction)  # noqa: F821
+if done:
+    print(done)
 
 # COMMAND ----------
 
@@ -42,4 +37,4 @@ elif action:
 # COMMAND ----------
 
 print(format_error_queue(spark, ch))  # noqa: F821
-display(spark.table(ch.storage.table("gold", "error_queue")).select("source_database", "transaction_id", "commit_scn", "error", "record_count", "plan_id"))  # noqa: F821
+display(error_queue_frame(spark, ch))  # noqa: F821

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 from chispa import assert_df_equality
-from conftest import make_channel, table_versions, write_lines
+from conftest import REPO, make_channel, table_versions, write_lines
 from records import REGIONS_DDL, SRC, Txn
 
 from lakestreams import rebuild as rebuild_module
@@ -18,6 +18,7 @@ from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.config import TableSpec
 from lakestreams.errors import ConfigError, ReplicationError
+from lakestreams.explore import run_notebook
 from lakestreams.pipeline import run_pipeline
 from lakestreams.status import channel_status
 
@@ -82,15 +83,22 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     with pytest.raises(ConfigError, match="transaction t3 is not in the error queue"):
         s.execute_error(spark, "t3")
 
-    assert s.delete_error(spark, "t6") == 1
-    assert set(_queue(spark, ch)) == {"t4"}
-    # The CLI lists the queue, and wants a transaction or --all to act on.
+    # Deleted from the error-queue notebook, as an operator would (its widgets).
     path = tmp_path / "channel.yml"
     path.write_text(yaml.safe_dump({
         "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
                                  "schema": ch.storage.schema},
         "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
     }))
+    notebook = REPO / "notebooks" / "error_queue.py"
+    run = run_notebook(notebook, spark, {"channel": str(path), "action": "delete", "transaction": "t6"},
+                       tmp_path / "nb")
+    assert "removed 1 transaction(s) from the error queue" in run.printed
+    assert "1 transaction(s) in the error queue" in run.printed and "t4  commit SCN 400" in run.printed
+    assert set(_queue(spark, ch)) == {"t4"}
+    with pytest.raises(ConfigError, match="error queue action 'drop': use execute"):
+        run_notebook(notebook, spark, {"channel": str(path), "action": "drop", "transaction": ""}, tmp_path / "nb")
+    # The CLI lists the queue, and wants a transaction or --all to act on.
     assert main(["errors", "--channel", str(path)]) == 0
     listed = capsys.readouterr().out
     assert "1 transaction(s) in the error queue" in listed and "t4  commit SCN 400  3 record(s)" in listed

@@ -99,7 +99,12 @@ def test_status_per_table_and_source(spark, hr):
     status = channel_status(spark, ch)
     assert status.pending == run_audit(spark, ch).buckets["pending"] > 0
     assert sum(t.open for t in status.tables) + status.open_elsewhere == status.pending
+    view = spark.table(ch.storage.table("gold", "apply_consistency").replace("`", "")).orderBy("source_database")
+    assert [(s.source_database, s.consistent_scn, s.oldest_pending_scn) for s in status.sources] == [
+        (r["source_database"], r["consistent_scn"], r["oldest_pending_scn"]) for r in view.collect()]
     assert [s.source_database for s in status.sources] == ["DBS1.EXAMPLE.COM", "DBS2.EXAMPLE.COM"]
+    # The open transaction holds the oldest pending SCN of its source.
+    assert any(s.oldest_pending_scn is not None for s in status.sources)
     silver = ch.storage.schema_name("silver")
     newest = {}
     for t in spark.catalog.listTables(silver):
@@ -117,7 +122,7 @@ NOTEBOOK_SHOWS = {
     "rule_audit": ["APPLY1", "kept"],
     "ddl_log": ["CREATE TABLE", "EMPLOYEE_ID NUMBER"],
     "error_queue": ["the error queue is empty"],
-    "apply_progress": ["pending records", "hr__employees"],
+    "apply_progress": ["pending records", "every gold table consistent at SCN"],
 }
 
 
@@ -137,6 +142,11 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
     for text in NOTEBOOK_SHOWS[notebook.stem]:
         assert text in shown, f"{notebook.name} does not show {text!r}"
     if notebook.stem == "apply_progress":
-        # The plot of applied SCN and lag over time, as a PNG image.
+        # The progress table and the plot: a line per gold table and source, in each panel.
+        progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
+        pairs = {(r["target"], r["source_database"]) for r in progress.collect()}
+        assert all(f"{target}|{src}|" in run.tables[0] for target, src in pairs), run.tables[0]
         assert len(run.images) == 1 and run.images[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert run.images[0].stat().st_size > 10_000
+        scn_panel, lag_panel = run.figures[0].axes
+        assert {line.get_label() for line in scn_panel.get_lines()} == {f"{t} ({src})" for t, src in pairs}
+        assert len(lag_panel.get_lines()) == len(pairs) > 5
