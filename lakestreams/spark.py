@@ -29,6 +29,27 @@ def delta_maven_coordinates() -> str:
     return f"io.delta:delta-spark_{major_minor}_2.13:{version}"
 
 
+def extra_spark_conf(text: str) -> dict[str, str]:
+    """``key=value`` pairs separated by ``;`` (``LAKESTREAMS_SPARK_CONF``): Spark settings
+    for the local session on top of the defaults, e.g. the tests' small-data settings.
+
+    >>> extra_spark_conf("spark.sql.adaptive.enabled=false; spark.sql.codegen.wholeStage=false")
+    {'spark.sql.adaptive.enabled': 'false', 'spark.sql.codegen.wholeStage': 'false'}
+    >>> extra_spark_conf("adaptive=false")
+    Traceback (most recent call last):
+    ...
+    ValueError: LAKESTREAMS_SPARK_CONF: 'adaptive=false' is not spark.<setting>=<value>
+    """
+    out = {}
+    for pair in filter(None, (p.strip() for p in text.split(";"))):
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or not key.startswith("spark.") or any(c.isspace() for c in key):
+            raise ValueError(f"LAKESTREAMS_SPARK_CONF: {pair!r} is not spark.<setting>=<value>")
+        out[key] = value.strip()
+    return out
+
+
 def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_partitions: int = int(os.environ.get("LAKESTREAMS_SHUFFLE_PARTITIONS", "4"))) -> SparkSession:
     """Get or create the local SparkSession with Delta, warehouse at ``warehouse``."""
     active = SparkSession.getActiveSession()
@@ -62,6 +83,8 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
     )
+    for key, value in extra_spark_conf(os.environ.get("LAKESTREAMS_SPARK_CONF", "")).items():
+        builder = builder.config(key, value)
     jar_dir = os.environ.get("LAKESTREAMS_JARS_DIR")
     if jar_dir:
         jars = sorted(str(p) for p in Path(jar_dir).glob("*.jar"))

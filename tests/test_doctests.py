@@ -7,13 +7,14 @@ import doctest
 import pytest
 
 import lakestreams.api
+import lakestreams.spark
 import silver.adaptddl
 import silver.ddl
 import silver.dictionary
 import silver.evolution
 
 
-@pytest.mark.parametrize("module", [lakestreams.api, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution])
+@pytest.mark.parametrize("module", [lakestreams.api, lakestreams.spark, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
