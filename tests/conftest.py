@@ -15,10 +15,6 @@ from lakestreams.config import Channel, channel_from_dict
 os.environ.pop("LAKESTREAMS_KILL_AT", None)
 os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "4g")
-# Test data is a few dozen rows: adaptive re-planning and whole-stage code generation cost
-# more driver time than they save (measured: a quarter of a pipeline run's time). Set in the
-# environment, so the fault suite's subprocesses get the same session.
-os.environ.setdefault("LAKESTREAMS_SPARK_CONF", "spark.sql.adaptive.enabled=false;spark.sql.codegen.wholeStage=false")
 
 REPO = Path(__file__).resolve().parents[1]
 #: ``LAKESTREAMS_TESTS=all`` (``make test-all``) also runs the tests marked ``extended``:
