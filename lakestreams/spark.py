@@ -31,7 +31,7 @@ def delta_maven_coordinates() -> str:
 
 def extra_spark_conf(text: str) -> dict[str, str]:
     """``key=value`` pairs separated by ``;`` (``LAKESTREAMS_SPARK_CONF``): Spark settings
-    for the local session on top of the defaults, e.g. the tests' small-data settings.
+    for the local session on top of the defaults (none are set by default).
 
     >>> extra_spark_conf("spark.sql.adaptive.enabled=false; spark.sql.codegen.wholeStage=false")
     {'spark.sql.adaptive.enabled': 'false', 'spark.sql.codegen.wholeStage': 'false'}
