@@ -144,6 +144,7 @@ def test_instantiation_scn_and_atomic_error_queue(spark, tmp_path):
     assert audit.buckets["error"] == 4
 
 
+@pytest.mark.extended  # covered in the core: test_rules compiles the tag conditions, test_rule_scenarios evaluates them on tagged records, the HR sample applies its tagged transactions
 def test_tagged_records_are_discarded_by_the_rule_that_says_so(spark, tmp_path):
     ch = make_channel(
         tmp_path,

@@ -201,6 +201,7 @@ def test_landing_format_options_are_checked(tmp_path):
     assert (ch.landing[0].transactions, ch.landing[0].source_database) == ("whole_file", SRC2)
 
 
+@pytest.mark.extended  # covered in the core: the two mapping tests turn each format into the native records, in Spark, that the core pipeline tests apply
 def test_debezium_and_goldengate_folders_replicate_to_gold(spark, tmp_path):
     ch = make_channel(
         tmp_path,

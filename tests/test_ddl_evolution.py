@@ -230,6 +230,7 @@ def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
     assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(None, 2, "bob"), (7, 1, "ann")}}
 
 
+@pytest.mark.extended  # covered in the core: test_adaptddl decides DROP TABLE (FAIL for a channel's last table) and CREATE TABLE of a known table (REFRESH); the shared channel refreshes a target
 def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
     ch = make_channel(tmp_path)
     write_lines(ch, "src", "f1.jsonl", [

@@ -123,6 +123,7 @@ def upsert(df):
 register_dml_handler("upsert", upsert)
 
 
+@pytest.mark.extended  # covered in the core: test_sql_handler_consumes_raises_and_sets runs both handler forms in Spark; the DML handler test runs handlers in the pipeline
 def test_error_handlers_resolve_consume_and_raise(spark, tmp_path):
     """Error handlers get only what failed, in silver (a value that does not convert) and
     in the plan (no row, a taken key, other values), with the error; the function and SQL
