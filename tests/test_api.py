@@ -42,6 +42,7 @@ def test_rule_names_sets_and_conditions(tmp_path):
         s.set_table_instantiation_scn("hr.x", "DBS1.EXAMPLE.COM", -5)
 
 
+@pytest.mark.extended  # covered in the core: test_instantiation refuses a table with no instantiation SCN; test_error_queue declares a table through the API and instantiates it
 def test_channel_defined_tables_need_an_instantiation_scn(spark, tmp_path):
     s = new_streams(
         tmp_path,

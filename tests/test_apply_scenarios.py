@@ -18,6 +18,7 @@ def gold(spark, ch, table="hr__regions"):
     return spark.table(f"{ch.storage.schema_name('gold')}.{table}").select(*GOLD_COLS)
 
 
+@pytest.mark.extended  # covered in the core: test_scenarios_as_data (partial updates, key chains, deletes, rolled-back and pending transactions, a missing row), test_late_records (commits a run later, changes on rows an earlier plan applied), the HR sample's status test (consistency watermarks)
 def test_partial_updates_key_chains_deletes_and_waiting_transactions(spark, tmp_path):
     ch = make_channel(tmp_path)
     first = [
@@ -105,6 +106,7 @@ def test_same_file_landed_twice_is_counted_as_duplicate_and_applied_once(spark, 
     assert audit.buckets["duplicate"] == len(recs)
 
 
+@pytest.mark.extended  # covered in the core: test_instantiation applies instantiation SCNs per table; test_error_queue holds failed transactions whole
 def test_instantiation_scn_and_atomic_error_queue(spark, tmp_path):
     ch = make_channel(
         tmp_path,

@@ -97,6 +97,7 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
 
 
 # -- the pipeline ------------------------------------------------------------------------------------
+@pytest.mark.extended  # covered in the core: test_goldengate and the tests above decide every DDLERROR action, name rule and substitution; every DDL of test_ddl_evolution goes through the same processing step in the pipeline
 def test_ddl_processing_in_the_pipeline_under_each_ddlerror_action(spark, tmp_path, capsys):
     ch = make_channel(tmp_path, ddl_processing={"params": PARAMS})
     write_lines(ch, "src", "f1.jsonl", [

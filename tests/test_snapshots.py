@@ -47,6 +47,7 @@ def _queue(spark, ch) -> dict[str, str]:
     return {r["transaction_id"]: r["error"] for r in q.collect()}
 
 
+@pytest.mark.extended  # covered in the core: test_compare_reports_differences_and_resnapshot_repairs loads a snapshot that replaces a drifted table; test_instantiation applies instantiation SCNs
 def test_snapshot_instantiates_replaces_and_keeps_later_changes(spark, tmp_path):
     ch = make_channel(tmp_path, landing=LANDING, targets=[{"table": "hr.locs", "history": "timekey"}])
     write_lines(ch, "src", "f1.jsonl", [
