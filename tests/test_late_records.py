@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from chispa import assert_df_equality
-from conftest import ALL_TESTS, make_channel, write_lines
+from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
@@ -121,7 +121,10 @@ def test_a_late_change_that_contradicts_applied_history_fails(spark, tmp_path):
     assert audit.ok, audit.problems
 
 
-def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path):
+# The variation that also checks the retry mark costs three more runs: the extended tier.
+@pytest.mark.parametrize("check_mark", [False, pytest.param(True, marks=pytest.mark.extended)],
+                         ids=["core", "retry_mark"])
+def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check_mark):
     """An UPDATE that lands before the INSERT it depends on fails (no row), and one that
     lands before the UPDATE it follows fails (other values); once the earlier change lands
     and applies, they are re-executed in the same run and apply in commit order."""
@@ -143,7 +146,7 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path):
     run_pipeline(spark, ch)
     # t6 met name B where its old image says C: queued whole, key 7 not inserted.
     assert "ORA-26786" in _queue(spark, ch)["t6"]
-    if ALL_TESTS:  # three more runs: the extended tier checks the mark
+    if check_mark:
         # The last plan applied nothing (t6 failed whole), so its run did not look for what
         # it explains; the next run does, once, and marks it: a later idle run does not
         # look again. Without the mark (a run killed before its look) the next run looks.
