@@ -6,7 +6,12 @@ Each round lands ``--records`` generated records over ``--tables`` tables as a n
 and runs it (the first run of a channel), then runs it again with nothing new (idle).
 The baseline, measured in the same session between rounds: a one-row Delta append.
 The figures: per run, Spark jobs, Delta commits and seconds, also as one-row appends.
-Usage: ``python bench/run_cost.py [--records N] [--tables T] [--rounds R]``.
+
+``--compare key=value`` (repeatable) measures session settings against the defaults in the
+same process: rounds alternate between the defaults and the settings (set with
+``spark.conf.set``, so only runtime SQL settings qualify), and the report gives both and
+their ratio.
+Usage: ``python bench/run_cost.py [--records N] [--tables T] [--rounds R] [--compare K=V]``.
 """
 
 from __future__ import annotations
@@ -51,20 +56,49 @@ def measured(spark, fn, tag: str, folder: Path) -> dict:
             "commits": commits(folder) - before_commits}
 
 
+def _settings(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.startswith("spark."):
+            raise SystemExit(f"--compare {pair!r}: expected spark.<setting>=<value>")
+        out[key] = value
+    return out
+
+
+def _summary(rows: dict[str, list[dict]], unit: float) -> dict:
+    report = {}
+    for kind in ("first", "idle"):
+        runs = rows[kind]
+        seconds = statistics.median(x["seconds"] for x in runs)
+        report[f"{kind}_run"] = {"seconds": round(seconds, 1), "in_appends": round(seconds / unit, 1),
+                                 "jobs": statistics.median(x["jobs"] for x in runs),
+                                 "commits": statistics.median(x["commits"] for x in runs)}
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--records", type=int, default=200)
     ap.add_argument("--tables", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_run_cost"))
+    ap.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
+    settings = _settings(args.compare)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     spark = build_session(out / "warehouse", app_name="lakestreams-bench-run-cost")
     append = spark.range(1).withColumnRenamed("id", "n")
     append.write.format("delta").save((out / "one_row").as_posix())
-    rows = {"first": [], "idle": [], "append": []}
-    for r in range(args.rounds + 1):  # round 0 warms the JVM up and is not counted
+    variants = ["default", "compared"] if settings else ["default"]
+    defaults = {k: spark.conf.get(k, None) for k in settings}
+    rows = {v: {"first": [], "idle": [], "append": []} for v in variants}
+    # Round 0 warms the JVM up and is not counted; with --compare, rounds alternate.
+    for r in range(args.rounds * len(variants) + 1):
+        variant = variants[r % len(variants)]
+        for k, v in (settings if variant == "compared" else defaults).items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
         folder = out / f"round{r}"
         generate_bench(folder / "landing", records=args.records, tables=args.tables, files=1)
         channel = bench_channel(folder, {"warehouse": "wh", "state": "state", "schema": f"cost{r}"})
@@ -74,19 +108,21 @@ def main() -> None:
                             f"append{r}.{i}", out / "one_row") for i in range(5)]
         assert sum(gold_rows(spark, channel, args.tables).values()) > 0, "the run applied nothing"
         if r:
-            rows["first"].append(first)
-            rows["idle"].append(idle)
-            rows["append"].extend(appends)
-    unit = statistics.median(a["seconds"] for a in rows["append"])
+            rows[variant]["first"].append(first)
+            rows[variant]["idle"].append(idle)
+            rows[variant]["append"].extend(appends)
+    unit = statistics.median(a["seconds"] for a in rows["default"]["append"])
     report = {"records": args.records, "tables": args.tables, "rounds": args.rounds,
               "one_row_append": {"seconds": round(unit, 3),
-                                 "jobs": statistics.median(a["jobs"] for a in rows["append"])}}
-    for kind in ("first", "idle"):
-        runs = rows[kind]
-        seconds = statistics.median(x["seconds"] for x in runs)
-        report[f"{kind}_run"] = {"seconds": round(seconds, 1), "in_appends": round(seconds / unit, 1),
-                                 "jobs": statistics.median(x["jobs"] for x in runs),
-                                 "commits": statistics.median(x["commits"] for x in runs)}
+                                 "jobs": statistics.median(a["jobs"] for a in rows["default"]["append"])},
+              **_summary(rows["default"], unit)}
+    if settings:
+        compared = _summary(rows["compared"], unit)
+        report["compared"] = {"settings": settings, **compared,
+                              "one_row_append_seconds": round(statistics.median(
+                                  a["seconds"] for a in rows["compared"]["append"]), 3)}
+        report["ratio_compared_to_default"] = {
+            kind: round(compared[kind]["seconds"] / report[kind]["seconds"], 2) for kind in ("first_run", "idle_run")}
     print(json.dumps(report, indent=2))
 
 
