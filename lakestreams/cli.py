@@ -265,8 +265,19 @@ def writes(args: argparse.Namespace) -> bool:
     )
 
 
+def stages_run(args: argparse.Namespace) -> int | None:
+    """How many pipeline stages a writing command runs, for its progress bar (None: the
+    command decides as it goes, e.g. a rebuild or a re-execution)."""
+    if args.command in ("run", "demo"):
+        return 3
+    if args.command in ("bronze", "silver", "gold"):
+        return 1
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from lakestreams.faults import kill_spec
+    from lakestreams.progress import stage_progress
     from lakestreams.runlock import BUSY_EXIT, ChannelBusy, channel_lock
 
     parser = build_parser()
@@ -280,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         if writes(args):
             # Taken before Spark starts: a busy channel is refused in a moment.
             ch = _channel(args)
-            with channel_lock(ch.name, ch.storage.state, args.wait, f"lakestreams {args.command}"):
+            with channel_lock(ch.name, ch.storage.state, args.wait, f"lakestreams {args.command}"), \
+                    stage_progress(stages_run(args)):
                 return dispatch(parser, args)
         return dispatch(parser, args)
     except ChannelBusy as e:

@@ -28,7 +28,7 @@ from lakestreams.config import Channel
 from lakestreams.rebuild import retry_explained
 from lakestreams.runlock import channel_lock
 from lakestreams.spark import ensure_schemas
-from lakestreams.timing import step
+from lakestreams.timing import stage, step
 from silver.changes import target_model_name
 from silver.run import (
     SilverResult,
@@ -171,30 +171,37 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
     ensure_schemas(spark, channel.storage)
     result = RunResult()
     if "bronze" in stages:
-        result.bronze = run_bronze(spark, channel)
+        with stage("bronze"):
+            result.bronze = run_bronze(spark, channel)
     if "silver" in stages:
-        create_silver_tables(spark, channel)
-        # A run killed while re-executing explained conflicts: finish that first.
-        resume_retry(spark, channel, result)
-        while True:
-            r = run_silver(spark, channel)
-            if r.batch is None:
-                break
-            result.silver.append(r)
-    if "gold" in stages:
-        create_gold_tables(spark, channel)
-        if "silver" not in stages:
+        with stage("silver"):
+            create_silver_tables(spark, channel)
+            # A run killed while re-executing explained conflicts: finish that first.
             resume_retry(spark, channel, result)
-        if unfinished_plan(spark, channel) is None:
-            # The last plan's explained conflicts, in case a run was killed before retrying them.
-            retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
-        result.plan, result.dbt = run_gold(spark, channel)
-        for _ in range(MAX_RETRY_ROUNDS):
-            if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
-                break
-            result.plan, more = run_gold(spark, channel)
-            result.dbt += more
+            while True:
+                r = run_silver(spark, channel)
+                if r.batch is None:
+                    break
+                result.silver.append(r)
+    if "gold" in stages:
+        with stage("gold"):
+            _run_gold_stage(spark, channel, stages, result)
     return result
+
+
+def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ...], result: RunResult) -> None:
+    create_gold_tables(spark, channel)
+    if "silver" not in stages:
+        resume_retry(spark, channel, result)
+    if unfinished_plan(spark, channel) is None:
+        # The last plan's explained conflicts, in case a run was killed before retrying them.
+        retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
+    result.plan, result.dbt = run_gold(spark, channel)
+    for _ in range(MAX_RETRY_ROUNDS):
+        if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
+            break
+        result.plan, more = run_gold(spark, channel)
+        result.dbt += more
 
 
 @dataclass

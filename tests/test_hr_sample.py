@@ -15,6 +15,7 @@ from lakestreams.config import channel_from_dict
 from lakestreams.pipeline import run_pipeline
 from lakestreams.sample import generate_hr_sample
 from lakestreams.status import channel_status
+from lakestreams.timing import listening
 
 EXPECTED_COUNTS = {"records": 1002, "pending_transactions": 1}
 
@@ -31,13 +32,36 @@ HR_CHANNEL = {
 }
 
 
+#: The stage and step events of the fixture's run, as a progress display receives them.
+EVENTS: list[tuple[str, str, bool]] = []
+
+
 @pytest.fixture(scope="module")
 def hr(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("hr")
     counts = generate_hr_sample(root / "landing")
     ch = channel_from_dict(HR_CHANNEL, root)
-    run_pipeline(spark, ch)
+    EVENTS.clear()
+    with listening(lambda kind, name, done: EVENTS.append((kind, name, done))):
+        run_pipeline(spark, ch)
     return ch, root, counts
+
+
+def test_run_announces_its_stages_and_steps(hr):
+    stages = [(name, done) for kind, name, done in EVENTS if kind == "stage"]
+    assert stages == [("bronze", False), ("bronze", True), ("silver", False), ("silver", True),
+                      ("gold", False), ("gold", True)]
+    at = {(name, done): i for i, (kind, name, done) in enumerate(EVENTS) if kind == "stage"}
+
+    def steps(name: str) -> list[tuple[str, bool]]:
+        return [(n, d) for k, n, d in EVENTS[at[(name, False)]:at[(name, True)]] if k == "step"]
+
+    assert {"silver.ledger", "silver.transactions", "silver.change_table"} <= {n for n, _ in steps("silver")}
+    assert {"gold.plan", "gold.dbt", "gold.progress"} <= {n for n, _ in steps("gold")}
+    # Every step that starts ends, inside its stage.
+    for name in ("silver", "gold"):
+        started = sorted(n for n, d in steps(name) if not d)
+        assert started == sorted(n for n, d in steps(name) if d)
 
 
 def test_bundled_sample_is_the_generator_output(tmp_path):
