@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             # Taken before Spark starts: a busy channel is refused in a moment.
             ch = _channel(args)
             with channel_lock(ch.name, ch.storage.state, args.wait, f"lakestreams {args.command}"), \
-                    stage_progress(stages_run(args)):
+                    stage_progress(stages_run(args), label=f"lakestreams {args.command}"):
                 return dispatch(parser, args)
         return dispatch(parser, args)
     except ChannelBusy as e:

@@ -24,10 +24,11 @@ from lakestreams.timing import listening
 
 
 @contextmanager
-def stage_progress(stages: int | None, console: Console | None = None) -> Iterator[None]:
+def stage_progress(stages: int | None, console: Console | None = None, label: str = "starting") -> Iterator[None]:
     """Show the block's progress: ``stages`` is how many pipeline stages it runs (None when
-    the command decides that itself, e.g. a rebuild: the bar then only pulses). Nothing is
-    drawn where standard error is not a terminal (a scheduled job, a pipe, the tests)."""
+    the command decides that itself, e.g. a rebuild: the bar then only pulses); ``label``
+    names the work until its first stage. Nothing is drawn where standard error is not a
+    terminal (a scheduled job, a pipe, the tests)."""
     console = console or Console(stderr=True)
     if not console.is_terminal:
         yield
@@ -36,7 +37,7 @@ def stage_progress(stages: int | None, console: Console | None = None) -> Iterat
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console, transient=True,
     )
-    task = progress.add_task("starting", total=stages)
+    task = progress.add_task(label, total=stages)
     now = {"stage": "", "step": ""}
     lock = threading.Lock()  # plan steps run in a few threads at once
 
@@ -48,8 +49,8 @@ def stage_progress(stages: int | None, console: Console | None = None) -> Iterat
                     progress.advance(task)
             elif not done:
                 now["step"] = name
-            label = now["stage"] + (f": {now['step']}" if now["step"] else "")
-            progress.update(task, description=label or "starting")
+            now_label = now["stage"] + (f": {now['step']}" if now["step"] else "")
+            progress.update(task, description=now_label or label)
             progress.refresh()
 
     with progress, listening(on_event):

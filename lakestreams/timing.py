@@ -21,7 +21,13 @@ LISTENERS: list[Listener] = []
 
 def _notify(kind: str, name: str, done: bool) -> None:
     for listener in list(LISTENERS):
-        listener(kind, name, done)
+        try:
+            listener(kind, name, done)
+        except Exception:
+            # A display never stops the work it shows: a failing one is dropped.
+            log.exception("a progress listener failed on %s %s; it gets no more events", kind, name)
+            if listener in LISTENERS:
+                LISTENERS.remove(listener)
 
 
 @contextmanager
@@ -31,7 +37,8 @@ def listening(listener: Listener) -> Iterator[None]:
     try:
         yield
     finally:
-        LISTENERS.remove(listener)
+        if listener in LISTENERS:
+            LISTENERS.remove(listener)
 
 
 @contextmanager

@@ -61,6 +61,27 @@ def test_unknown_stage_count_still_shows_the_step():
     assert "gold: gold.plan" in out.getvalue()
 
 
+def test_label_names_the_work_before_its_first_stage():
+    console, out = _terminal()
+    with stage_progress(None, console, label="lakestreams maintain"):
+        pass
+    assert "lakestreams maintain" in out.getvalue()
+
+
+def test_a_failing_display_never_stops_the_work(caplog):
+    def broken(kind: str, name: str, done: bool) -> None:
+        raise OSError("terminal gone")
+
+    seen = []
+    with timing.listening(broken), timing.listening(lambda *e: seen.append(e)):
+        with stage("gold"), step("gold.plan"):
+            pass
+        assert len(timing.LISTENERS) == 1
+    assert seen == [("stage", "gold", False), ("step", "gold.plan", False),
+                    ("step", "gold.plan", True), ("stage", "gold", True)]
+    assert "terminal gone" in caplog.text and timing.LISTENERS == []
+
+
 def test_not_a_terminal_draws_nothing():
     out = io.StringIO()
     with stage_progress(3, Console(file=out, force_terminal=False)):
