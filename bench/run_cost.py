@@ -30,7 +30,7 @@ from common import bench_channel, gold_rows  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
-from lakestreams.spark import build_session  # noqa: E402
+from lakestreams.spark import build_session, extra_spark_conf  # noqa: E402
 
 
 def last_job_id(spark, tag: str) -> int:
@@ -56,16 +56,6 @@ def measured(spark, fn, tag: str, folder: Path) -> dict:
             "commits": commits(folder) - before_commits}
 
 
-def _settings(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key.startswith("spark."):
-            raise SystemExit(f"--compare {pair!r}: expected spark.<setting>=<value>")
-        out[key] = value
-    return out
-
-
 def _summary(rows: dict[str, list[dict]], unit: float) -> dict:
     report = {}
     for kind in ("first", "idle"):
@@ -85,7 +75,10 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out_run_cost"))
     ap.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
-    settings = _settings(args.compare)
+    try:
+        settings = {k: v for pair in args.compare for k, v in extra_spark_conf(pair, "--compare").items()}
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     spark = build_session(out / "warehouse", app_name="lakestreams-bench-run-cost")

@@ -255,10 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The pipeline stages each stage command runs.
+STAGE_COMMANDS = {
+    "run": ("bronze", "silver", "gold"), "demo": ("bronze", "silver", "gold"),
+    "bronze": ("bronze",), "silver": ("silver",), "gold": ("gold",),
+}
+
+
 def writes(args: argparse.Namespace) -> bool:
     """Whether the command changes the channel's tables (and so takes its run lock)."""
     return (
-        args.command in ("run", "demo", "bronze", "silver", "gold", "rebuild", "maintain")
+        args.command in STAGE_COMMANDS or args.command in ("rebuild", "maintain")
         or (args.command == "audit" and args.record)
         or (args.command == "errors" and args.action in ("execute", "delete"))
         or (args.command == "compare" and args.resnapshot)
@@ -268,11 +275,8 @@ def writes(args: argparse.Namespace) -> bool:
 def stages_run(args: argparse.Namespace) -> int | None:
     """How many pipeline stages a writing command runs, for its progress bar (None: the
     command decides as it goes, e.g. a rebuild or a re-execution)."""
-    if args.command in ("run", "demo"):
-        return 3
-    if args.command in ("bronze", "silver", "gold"):
-        return 1
-    return None
+    stages = STAGE_COMMANDS.get(args.command)
+    return None if stages is None else len(stages)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,10 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    if args.command in ("run", "demo"):
-        return cmd_run(args, ("bronze", "silver", "gold"))
-    if args.command in ("bronze", "silver", "gold"):
-        return cmd_run(args, (args.command,))
+    if args.command in STAGE_COMMANDS:
+        return cmd_run(args, STAGE_COMMANDS[args.command])
     commands = {
         "ddl": cmd_ddl, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
         "rebuild": cmd_rebuild, "errors": cmd_errors, "compare": cmd_compare,

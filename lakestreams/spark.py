@@ -29,9 +29,10 @@ def delta_maven_coordinates() -> str:
     return f"io.delta:delta-spark_{major_minor}_2.13:{version}"
 
 
-def extra_spark_conf(text: str) -> dict[str, str]:
+def extra_spark_conf(text: str, source: str = "LAKESTREAMS_SPARK_CONF") -> dict[str, str]:
     """``key=value`` pairs separated by ``;`` (``LAKESTREAMS_SPARK_CONF``): Spark settings
-    for the local session on top of the defaults (none are set by default).
+    for the local session on top of the defaults (none are set by default). ``source``
+    names where the text came from in the error.
 
     >>> extra_spark_conf("spark.sql.adaptive.enabled=false; spark.sql.codegen.wholeStage=false")
     {'spark.sql.adaptive.enabled': 'false', 'spark.sql.codegen.wholeStage': 'false'}
@@ -45,7 +46,7 @@ def extra_spark_conf(text: str) -> dict[str, str]:
         key, eq, value = pair.partition("=")
         key = key.strip()
         if not eq or not key.startswith("spark.") or any(c.isspace() for c in key):
-            raise ValueError(f"LAKESTREAMS_SPARK_CONF: {pair!r} is not spark.<setting>=<value>")
+            raise ValueError(f"{source}: {pair!r} is not spark.<setting>=<value>")
         out[key] = value.strip()
     return out
 
