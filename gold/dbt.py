@@ -1,7 +1,7 @@
 """Run dbt in-process (dbt-spark, ``method: session``) on the tables the plan has work for.
 
-The dbt project (``dbt_project.yml``, ``macros/``, ``models/``) is copied into the
-channel's state folder; the model of each target table is generated there from the
+The dbt project (``gold/dbt_project``: ``dbt_project.yml``, ``macros/``, ``models/``; package
+data, so an installed wheel carries it) is copied into the channel's state folder; the model of each target table is generated there from the
 source dictionary, never hand-written, with a sibling ``.yml`` of docs and key tests.
 """
 
@@ -24,10 +24,11 @@ SOURCE = "lakestreams_plan"
 
 
 def project_root() -> Path:
-    """The dbt project shipped with lakestreams (the repository root)."""
-    here = Path(__file__).resolve().parents[1]
+    """The dbt project shipped with lakestreams (package data of ``gold``)."""
+    here = Path(__file__).resolve().parent / "dbt_project"
     if not (here / "dbt_project.yml").is_file():
-        raise ApplyError(f"dbt project not found next to the gold package ({here}/dbt_project.yml)")
+        raise ApplyError(f"dbt project not found in the gold package ({here}/dbt_project.yml): "
+                         "reinstall lakestreams (the wheel carries it as package data)")
     return here
 
 

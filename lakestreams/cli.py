@@ -22,7 +22,13 @@ def _channel(args: argparse.Namespace) -> Channel:
         storage = dataclasses.replace(storage, catalog=check_identifier(args.catalog, "--catalog"))
     if getattr(args, "schema", None):
         storage = dataclasses.replace(storage, schema=check_identifier(args.schema, "--schema"))
-    return ch.replace(storage=storage)
+    ch = ch.replace(storage=storage)
+    if getattr(args, "landing_root", None):
+        # A deployment keeps its landing folders under one root (the bundle's volume): each
+        # landing folder of the channel is the folder of its name there.
+        root = Path(args.landing_root)
+        ch = ch.replace(landing=tuple(dataclasses.replace(lnd, path=root / lnd.name) for lnd in ch.landing))
+    return ch
 
 
 def _session(ch: Channel):
@@ -196,6 +202,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_evolve(args: argparse.Namespace) -> int:
+    """The DDL step before dbt: gold tables take their targets' DDL."""
+    from lakestreams.pipeline import evolve_gold, format_evolution
+
+    ch = _channel(args)
+    print(format_evolution(evolve_gold(_session(ch), ch)))
+    return 0
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -219,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--channel", default=str(DEMO_CHANNEL), help="channel YAML file")
         p.add_argument("--catalog", help="Unity Catalog catalog (overrides the channel file)")
         p.add_argument("--schema", help="schema prefix (overrides the channel file)")
+        p.add_argument("--landing-root", metavar="FOLDER",
+                       help="folder holding each landing folder under its name (overrides the channel file's paths)")
         p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                        help="when another run holds the channel, wait this long for it (default: stop at once)")
         return p
@@ -227,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("demo", "run the bundled HR sample end to end and print the summary")
     add("bronze", "ingest new landing files")
     add("silver", "sequence, filter and type new bronze records")
-    add("gold", "plan and apply (dbt) the new silver batches")
+    add("evolve", "the DDL step before dbt: gold tables take their targets' DDL (renames, drops, new or widened columns)")
+    add("gold", "plan and apply (dbt) the new silver batches (evolving the gold tables first)")
     add("audit", "check the accounting identities, overall and since the last recorded audit; exit 3 when unbalanced") \
         .add_argument("--record", action="store_true",
                       help="keep the counts as the next audit's starting point (lakestreams run always does)")
@@ -265,7 +283,7 @@ STAGE_COMMANDS = {
 def writes(args: argparse.Namespace) -> bool:
     """Whether the command changes the channel's tables (and so takes its run lock)."""
     return (
-        args.command in STAGE_COMMANDS or args.command in ("rebuild", "maintain")
+        args.command in STAGE_COMMANDS or args.command in ("evolve", "rebuild", "maintain")
         or (args.command == "audit" and args.record)
         or (args.command == "errors" and args.action in ("execute", "delete"))
         or (args.command == "compare" and args.resnapshot)
@@ -311,7 +329,7 @@ def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command in STAGE_COMMANDS:
         return cmd_run(args, STAGE_COMMANDS[args.command])
     commands = {
-        "ddl": cmd_ddl, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
+        "ddl": cmd_ddl, "evolve": cmd_evolve, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
         "rebuild": cmd_rebuild, "errors": cmd_errors, "compare": cmd_compare,
     }
     if args.command not in commands:

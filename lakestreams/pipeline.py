@@ -30,6 +30,7 @@ from lakestreams.runlock import channel_lock
 from lakestreams.spark import ensure_schemas
 from lakestreams.timing import stage, step
 from silver.changes import target_model_name
+from silver.evolution import ColumnChanges
 from silver.run import (
     SilverResult,
     create_silver_tables,
@@ -55,6 +56,8 @@ class RunResult:
 def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     """Every target table silver has a structure for and the plan has a table for."""
     silver = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
+    if "targets" not in silver:
+        return []  # silver has not run yet: no target has a structure
     out: dict[str, TargetPlan] = {}
     for src, sowner, sname, tdef, _ in load_targets(spark, channel):
         model = target_model_name(tdef.owner, tdef.name)
@@ -65,9 +68,30 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     return list(out.values())
 
 
+def evolve_gold(spark: SparkSession, channel: Channel) -> dict[str, ColumnChanges]:
+    """The DDL step before dbt: every gold table takes its target's DDL (renames, drops,
+    new columns, widened or rewritten types); returns what changed per table. The gold
+    stage's first step, and a task of its own in the bundle's job (a no-op when run again)."""
+    return follow_targets(spark, channel, known_targets(spark, channel))
+
+
+def format_evolution(changes: dict[str, ColumnChanges]) -> str:
+    if not changes:
+        return "gold tables hold their targets' columns: no DDL to apply"
+    lines = []
+    for table, c in sorted(changes.items()):
+        what = [f"renamed {old} to {new}" for old, new in c.renames]
+        what += [f"added {col.name} {col.type.spark}" for col in c.added]
+        what += [f"widened {col} to {t}" for col, t in c.widened]
+        what += [f"rewrote {col} as {t}" for col, t in c.rewritten]
+        what += [f"dropped {col}" for col in c.dropped]
+        lines.append(f"gold {table}: " + "; ".join(what))
+    return "\n".join(lines)
+
+
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
-    follow_targets(spark, channel, known_targets(spark, channel))
+    evolve_gold(spark, channel)
     with step("gold.plan"):
         plan = run_plan(spark, channel)
     if plan.plan_id is None:

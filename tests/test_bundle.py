@@ -1,5 +1,5 @@
 """The Databricks Asset Bundle: valid against the CLI's JSON schema, and wired the way
-the pipeline has to run (bronze -> silver -> gold -> audit, one CLI, one channel file)."""
+the pipeline has to run (bronze -> silver -> DDL -> gold -> audit, one CLI, one channel file)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
+
+from lakestreams.cli import build_parser
+from lakestreams.config import load_channel
 
 try:
     import tomllib
@@ -34,15 +37,13 @@ ENTRY_POINT = "lakestreams"
 
 def _cli_subcommands() -> set[str]:
     """The subcommands the real ``lakestreams`` parser accepts."""
-    from lakestreams.cli import build_parser
-
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     return set(sub.choices)
 
 
 SUBCOMMANDS = _cli_subcommands()
-REPLICATION_ORDER = ("bronze", "silver", "gold", "audit")
+REPLICATION_ORDER = ("bronze", "silver", "evolve", "gold", "audit")
 WHEEL_DEPENDENCY = "../dist/*.whl"
 OPTION_VARIABLES = {
     "--channel": "${var.channel_file}",
@@ -347,7 +348,35 @@ def test_prod_is_a_production_target_with_a_fixed_identity() -> None:
 # --- jobs ------------------------------------------------------------------------------
 
 
-def test_replication_runs_bronze_silver_gold_audit_in_a_chain() -> None:
+@pytest.mark.parametrize("job_name", ["lakestreams_replication", "lakestreams_maintenance"])
+def test_job_resources_load_into_the_typed_models_of_databricks_bundles(job_name: str) -> None:
+    # The Python models of Databricks' bundle library refuse unknown fields and wrong types;
+    # a job that loads and gives back the same document has only fields the CLI knows.
+    from databricks.bundles.jobs import Job
+
+    job = dict(_all_jobs())[job_name]
+    assert Job.from_dict(copy.deepcopy(job)).as_dict() == job
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda job: job["tasks"][0].update(retries=2), "Unexpected field 'retries'"),
+        (lambda job: job.update(max_concurrent_runs="one"), "invalid literal for int()"),
+    ],
+    ids=["misspelt task field", "text where a number is expected"],
+)
+def test_the_typed_models_refuse_a_broken_job(mutate: Callable[[dict[str, Any]], None], message: str) -> None:
+    from databricks.bundles.jobs import Job
+
+    job = copy.deepcopy(_replication())
+    mutate(job)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Job.from_dict(job)
+
+
+
+def test_replication_runs_bronze_silver_ddl_gold_audit_in_a_chain() -> None:
     tasks = {task["task_key"]: task for task in _replication()["tasks"]}
     assert set(tasks) == set(REPLICATION_ORDER)
     for previous, key in zip((None, *REPLICATION_ORDER[:-1]), REPLICATION_ORDER, strict=True):
@@ -444,5 +473,43 @@ def test_maintenance_runs_weekly() -> None:
 def test_maintenance_compacts_bronze_and_silver() -> None:
     job = _maintenance()
     tasks = {task["task_key"]: task for task in job["tasks"]}
-    assert list(tasks) == ["maintain"]
+    assert list(tasks) == ["maintain", "errors_requested", "errors"]
     assert tasks["maintain"]["python_wheel_task"]["parameters"][0] == "maintain"
+    assert _depends_on(tasks["maintain"]) == []
+
+
+def test_maintenance_re_executes_the_error_queue_only_on_demand() -> None:
+    job = _maintenance()
+    tasks = {task["task_key"]: task for task in job["tasks"]}
+    # A job parameter, false unless a run asks for it.
+    assert {p["name"]: p["default"] for p in job["parameters"]} == {"execute_errors": "false"}
+    condition = tasks["errors_requested"]["condition_task"]
+    assert condition == {"op": "EQUAL_TO", "left": "{{job.parameters.execute_errors}}", "right": "true"}
+    # After the maintenance (both take the channel's run lock), and only on a true outcome.
+    assert _depends_on(tasks["errors_requested"]) == ["maintain"]
+    assert tasks["errors"]["depends_on"] == [{"task_key": "errors_requested", "outcome": "true"}]
+    assert tasks["errors"]["python_wheel_task"]["parameters"][:3] == ["errors", "execute", "--all"]
+    build_parser().parse_args(tasks["errors"]["python_wheel_task"]["parameters"])
+
+
+def test_only_the_bronze_task_reads_the_landing_root() -> None:
+    for name, task in _wheel_tasks():
+        parameters = task["python_wheel_task"]["parameters"]
+        if parameters[0] == "bronze":
+            assert _option(parameters, "--landing-root") == "${var.landing_root}", name
+        else:
+            assert "--landing-root" not in parameters, name
+
+
+def test_the_default_channel_file_is_the_synced_sample() -> None:
+    # The bundle syncs this repository to ${workspace.file_path}: the default channel file
+    # and the dev target's landing root must be files of it.
+    variables = _bundle()["variables"]
+    prefix = "${workspace.file_path}/"
+    channel = variables["channel_file"]["default"]
+    assert channel.startswith(prefix) and (REPO / channel[len(prefix):]).is_file(), channel
+    landing = _bundle()["targets"]["dev"]["variables"]["landing_root"]
+    assert landing.startswith(prefix), landing
+    ch = load_channel(REPO / channel[len(prefix):])
+    for lnd in ch.landing:
+        assert (REPO / landing[len(prefix):] / lnd.name).is_dir(), lnd.name

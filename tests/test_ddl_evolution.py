@@ -11,7 +11,7 @@ from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
 from lakestreams.config import Channel
-from lakestreams.pipeline import run_pipeline
+from lakestreams.pipeline import evolve_gold, format_evolution, run_pipeline
 from silver.changes import change_table_name
 from silver.evolution import STRUCTURE_PROPERTY, structure_scn
 
@@ -135,6 +135,8 @@ class Evolved:
     widened_version: int  # the gold table's version after the first landing
     versions: dict[str, int]  # every table's version after the second landing
     versions_rerun: dict[str, int]  # and after the run again
+    evolution: str  # what the DDL step before gold reported after the second landing
+    again: str  # and once gold had run
 
 
 @pytest.fixture(scope="module")
@@ -145,10 +147,14 @@ def evolved(spark, tmp_path_factory) -> Evolved:
     widened = ch.storage.table("gold", WIDENED.gold_table).replace("`", "")
     widened_version = spark.sql(f"DESCRIBE HISTORY {widened} LIMIT 1").first()["version"]
     write_lines(ch, "src", "f2.jsonl", SECOND_LANDING)
-    run_pipeline(spark, ch)
+    # As the bundle's job runs it: bronze and silver, the DDL step (`lakestreams evolve`), gold.
+    run_pipeline(spark, ch, ("bronze", "silver"))
+    evolution = format_evolution(evolve_gold(spark, ch))
+    run_pipeline(spark, ch, ("gold",))
+    again = format_evolution(evolve_gold(spark, ch))
     versions = table_versions(spark, ch)
     run_pipeline(spark, ch)
-    return Evolved(ch, widened_version, versions, table_versions(spark, ch))
+    return Evolved(ch, widened_version, versions, table_versions(spark, ch), evolution, again)
 
 
 def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, evolved):
@@ -160,6 +166,17 @@ def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, evolved)
     assert "EMAIL" in change_fields(spark, ch, t.name)
     assert "column(s) not in the source dictionary of HR.ADDED: EMAIL" in queue(spark, ch)["ADDED.t2"]
     assert ddl_log(spark, ch, t.name) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
+
+
+def test_the_ddl_step_before_gold_gives_each_table_its_ddl(evolved):
+    # Silver recorded the second landing's DDL; gold takes it before the plan reads it.
+    lines = evolved.evolution.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "gold hr__dropped", "gold hr__renamed", "gold hr__retyped", "gold hr__widened"], lines
+    assert lines[0] == "gold hr__dropped: dropped CODE", lines
+    assert lines[1] == "gold hr__renamed: renamed NAME to FULL_NAME", lines
+    assert lines[3].endswith("widened CODE to BIGINT"), lines
+    assert evolved.again == "gold tables hold their targets' columns: no DDL to apply"
 
 
 def test_a_run_again_changes_no_table(evolved):
