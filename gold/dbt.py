@@ -1,8 +1,9 @@
 """Run dbt in-process (dbt-spark, ``method: session``) on the tables the plan has work for.
 
-The dbt project (``gold/dbt_project``: ``dbt_project.yml``, ``macros/``, ``models/``; package
-data, so an installed wheel carries it) is copied into the channel's state folder; the model of each target table is generated there from the
-source dictionary, never hand-written, with a sibling ``.yml`` of docs and key tests.
+The dbt project (``gold/dbt_project``: ``dbt_project.yml``, ``macros/``, ``models/``;
+package data, so an installed wheel carries it) is copied into the channel's state folder;
+the model of each target table is generated there from the source dictionary, never
+hand-written, with a sibling ``.yml`` of docs and key tests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,22 @@ from lakestreams.errors import ApplyError
 from lakestreams.faults import dbt_callbacks
 
 SOURCE = "lakestreams_plan"
+BRONZE_SOURCE = "lakestreams_bronze"
+#: How old the newest bronze record may be before ``dbt source freshness`` warns or fails:
+#: the replication job runs every 15 minutes, and a busy source lands files all day.
+FRESHNESS = {"warn_after": {"count": 1, "period": "hour"}, "error_after": {"count": 1, "period": "day"}}
+BRONZE_COLUMNS = {
+    "source_database": "Global name of the source database",
+    "command_type": "INSERT, UPDATE, DELETE, a DDL statement's verb, COMMIT or ROLLBACK",
+    "object_owner": "Owner of the changed object", "object_name": "Name of the changed object",
+    "transaction_id": "Source transaction", "scn": "SCN of the change",
+    "commit_scn": "Commit SCN of its transaction", "position": "Order of the record in its transaction",
+    "commit_time": "Commit time of its transaction", "tag": "Streams tag (hex), if any",
+    "old_values": "Column values before the change (VARIANT)", "new_values": "Column values after the change (VARIANT)",
+    "ddl_text": "Statement text of a DDL record", "_landing": "Landing folder the record came from",
+    "_source_file": "Landing file", "_ingest_batch": "Bronze ingestion batch",
+    "_ingested_at": "When bronze ingested the record (the source's freshness)",
+}
 
 
 def project_root() -> Path:
@@ -113,6 +130,14 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
     gen.mkdir(parents=True, exist_ok=True)
     tables = [{"name": "instantiation", "description": "Effective instantiation SCN per source and table"}]
     tables += [{"name": t.plan_table, "description": f"Apply plan of {t.owner}.{t.table}"} for t in all_targets]
+    bronze = {
+        "name": "change_records",
+        "description": "Change records (row and DDL LCRs, commits and rollbacks) as bronze ingested them, "
+                       "append-only and exactly once per landing line",
+        "columns": [{"name": k, "description": v} for k, v in BRONZE_COLUMNS.items()],
+        # Fresh while records keep landing: the newest ingestion time, not the commit time.
+        "config": {"loaded_at_field": "_ingested_at", "freshness": FRESHNESS},
+    }
     sources = {
         "version": 2,
         "sources": [
@@ -121,7 +146,13 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
                 "description": "Apply plan tables written by lakestreams' plan step",
                 "schema": channel.storage.schema_name("silver"),
                 "tables": tables,
-            }
+            },
+            {
+                "name": BRONZE_SOURCE,
+                "description": "The bronze layer: what the captures landed",
+                "schema": channel.storage.schema_name("bronze"),
+                "tables": [bronze],
+            },
         ],
         "models": [model_yml(t, channel.target_options(t.owner, t.table)) for t in all_targets],
     }
@@ -164,10 +195,7 @@ def run_dbt(spark: SparkSession, project: Path, args: list[str]) -> list[tuple[s
 
 def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets: list[TargetPlan]) -> list[tuple[str, str, str]]:
     """Stage the project and run only the models of targets with work in this plan."""
-    if channel.storage.catalog:
-        # dbt-spark refuses three-part names: the catalog is the session's. The catalog name
-        # was checked as an identifier when the channel was loaded.
-        spark.sql(f"USE CATALOG `{channel.storage.catalog}`")
+    _use_catalog(spark, channel)
     project = stage_project(channel, all_targets)
     if not plan.targets:
         return []
@@ -189,3 +217,28 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _use_catalog(spark: SparkSession, channel: Channel) -> None:
+    if channel.storage.catalog:
+        # dbt-spark refuses three-part names: the catalog is the session's. The catalog name
+        # was checked as an identifier when the channel was loaded.
+        spark.sql(f"USE CATALOG `{channel.storage.catalog}`")
+
+
+def generate_docs(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan]) -> Path:
+    """``dbt docs generate`` on the staged project: every gold model, its columns and the
+    sources, described; returns the folder of ``index.html``, ``manifest.json`` and
+    ``catalog.json``."""
+    _use_catalog(spark, channel)
+    project = stage_project(channel, all_targets)
+    run_dbt(spark, project, ["docs", "generate"])
+    return project / "target"
+
+
+def source_freshness(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan]) -> list[tuple[str, str, str]]:
+    """``dbt source freshness``: the age of the newest bronze record against ``FRESHNESS``;
+    (source, status, message) with status pass, warn or error (an error raises ApplyError)."""
+    _use_catalog(spark, channel)
+    project = stage_project(channel, all_targets)
+    return run_dbt(spark, project, ["source", "freshness"])

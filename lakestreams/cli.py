@@ -211,6 +211,20 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    """dbt docs of the gold models and sources, and the bronze source's freshness."""
+    from gold.dbt import generate_docs, source_freshness
+    from lakestreams.pipeline import known_targets
+
+    ch = _channel(args)
+    spark = _session(ch)
+    targets = known_targets(spark, ch)
+    print(f"dbt docs: {generate_docs(spark, ch, targets) / 'index.html'}")
+    for source, status, message in source_freshness(spark, ch, targets):
+        print(f"freshness of {source}: {status} {message}".rstrip())
+    return 0
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
     ch = _channel(args)
@@ -252,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("status", "per gold table and source: applied SCN, records waiting or open, errors, last DDL") \
         .add_argument("--json", action="store_true", help="print the status as JSON")
     add("maintain", "OPTIMIZE and VACUUM bronze and silver")
+    add("docs", "generate the dbt docs of the gold models and sources; check the bronze source's freshness "
+                "(fails when the newest record is over a day old)")
     add("rules", "list each client's rule sets, rules (Oracle condition text) and transformations")
     add("simulate", "what a proposed channel file would keep, discard or migrate differently; writes nothing") \
         .add_argument("proposed", help="the proposed channel YAML file")
@@ -283,7 +299,7 @@ STAGE_COMMANDS = {
 def writes(args: argparse.Namespace) -> bool:
     """Whether the command changes the channel's tables (and so takes its run lock)."""
     return (
-        args.command in STAGE_COMMANDS or args.command in ("evolve", "rebuild", "maintain")
+        args.command in STAGE_COMMANDS or args.command in ("evolve", "rebuild", "maintain", "docs")
         or (args.command == "audit" and args.record)
         or (args.command == "errors" and args.action in ("execute", "delete"))
         or (args.command == "compare" and args.resnapshot)
@@ -329,7 +345,7 @@ def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command in STAGE_COMMANDS:
         return cmd_run(args, STAGE_COMMANDS[args.command])
     commands = {
-        "ddl": cmd_ddl, "evolve": cmd_evolve, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
+        "ddl": cmd_ddl, "evolve": cmd_evolve, "docs": cmd_docs, "audit": cmd_audit, "status": cmd_status, "maintain": cmd_maintain, "rules": cmd_rules, "simulate": cmd_simulate,
         "rebuild": cmd_rebuild, "errors": cmd_errors, "compare": cmd_compare,
     }
     if args.command not in commands:

@@ -76,6 +76,7 @@ def evolve_gold(spark: SparkSession, channel: Channel) -> dict[str, ColumnChange
 
 
 def format_evolution(changes: dict[str, ColumnChanges]) -> str:
+    """What the DDL step changed, a line per gold table (``lakestreams evolve``)."""
     if not changes:
         return "gold tables hold their targets' columns: no DDL to apply"
     lines = []

@@ -174,3 +174,29 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
         scn_panel, lag_panel = run.figures[0].axes
         assert {line.get_label() for line in scn_panel.get_lines()} == {f"{t} ({src})" for t, src in pairs}
         assert len(lag_panel.get_lines()) == len(pairs) > 5
+
+
+def test_dbt_docs_describe_every_model_and_column_and_bronze_is_fresh(spark, hr):
+    from gold.dbt import BRONZE_SOURCE, generate_docs, source_freshness
+    from lakestreams.pipeline import known_targets
+
+    ch, _, _ = hr
+    targets = known_targets(spark, ch)
+    folder = generate_docs(spark, ch, targets)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    catalog = json.loads((folder / "catalog.json").read_text())
+    assert (folder / "index.html").is_file()
+    models = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
+    assert set(models) == {t.model for t in targets} and len(models) == 6
+    for name, node in models.items():
+        assert node["description"], name
+        described = {c.lower(): v["description"] for c, v in node["columns"].items()}
+        # Every column the gold table has (the catalog read it from Spark) is described.
+        columns = catalog["nodes"][node["unique_id"]]["columns"]
+        assert columns and {c.lower() for c in columns} <= set(described), name
+        assert all(described.values()), name
+    sources = {n["name"]: n for n in manifest["sources"].values() if n["source_name"] == BRONZE_SOURCE}
+    assert sources["change_records"]["loaded_at_field"] == "_ingested_at"
+    assert all(c["description"] for c in sources["change_records"]["columns"].values())
+    # The run ingested just now: bronze is fresh.
+    assert [(n, s) for n, s, _ in source_freshness(spark, ch, targets)] == [("change_records", "pass")]
