@@ -26,10 +26,16 @@ BRONZE_SOURCE = "lakestreams_bronze"
 #: How old the newest bronze record may be before ``dbt source freshness`` warns or fails:
 #: the replication job runs every 15 minutes, and a busy source lands files all day.
 FRESHNESS = {"warn_after": {"count": 1, "period": "hour"}, "error_after": {"count": 1, "period": "day"}}
+#: A description of every column of bronze's change records (``bronze.records.BRONZE_DDL``).
 BRONZE_COLUMNS = {
     "source_database": "Global name of the source database",
     "command_type": "INSERT, UPDATE, DELETE, a DDL statement's verb, COMMIT or ROLLBACK",
     "object_owner": "Owner of the changed object", "object_name": "Name of the changed object",
+    "object_type": "Type of the object a DDL record changes (TABLE, VIEW, ...)",
+    "base_table_owner": "Owner of the base table (a DDL on an index, trigger or constraint)",
+    "base_table_name": "Name of the base table", "current_schema": "Current schema the DDL ran in",
+    "logon_user": "Session user that ran the DDL", "event_count": "Record count a capture's control record carries",
+    "raw": "The landing line as it was read", "_txn_mode": "How the landing folder shows transactions complete",
     "transaction_id": "Source transaction", "scn": "SCN of the change",
     "commit_scn": "Commit SCN of its transaction", "position": "Order of the record in its transaction",
     "commit_time": "Commit time of its transaction", "tag": "Streams tag (hex), if any",
@@ -240,5 +246,7 @@ def source_freshness(spark: SparkSession, channel: Channel, all_targets: list[Ta
     """``dbt source freshness``: the age of the newest bronze record against ``FRESHNESS``;
     (source, status, message) with status pass, warn or error (an error raises ApplyError)."""
     _use_catalog(spark, channel)
+    if not spark.catalog.tableExists(channel.storage.table("bronze", "change_records").replace("`", "")):
+        raise ApplyError("source freshness: bronze has no change records table yet (run lakestreams bronze first)")
     project = stage_project(channel, all_targets)
     return run_dbt(spark, project, ["source", "freshness"])

@@ -2,10 +2,11 @@
 
 dbt-spark cannot rename or drop a column of a Delta table, so lakestreams does it: the
 gold tables are created with column mapping (``gold/dbt_project/macros/lakestreams_apply.sql``),
-and each target the plan has work for is made to hold its current definition, before the plan
-reads it, with ``silver.evolution.follow_structure``: renames and drops in place, new columns,
-widened types; a type Delta cannot widen rewrites the table (the values converted, a value that
-does not convert stops the apply with the reason). History tables (SCD2 versions, the
+and each known target is made to hold its current definition before the plan reads it
+(``lakestreams evolve``, the gold stage's first step), with
+``silver.evolution.follow_structure``: renames and drops in place, new columns, widened
+types; a type Delta cannot widen rewrites the table (the values converted, a value that does
+not convert stops the apply with the reason). History tables (SCD2 versions, the
 TimeKey log) get the renames, new columns and types too, but keep every column.
 """
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from lakestreams.config import Channel, check_identifier, load_channel
-from lakestreams.errors import ReplicationError
+from lakestreams.errors import ConfigError, ReplicationError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CHANNEL = REPO / "sample_data" / "hr_demo.yml"
@@ -23,10 +23,13 @@ def _channel(args: argparse.Namespace) -> Channel:
     if getattr(args, "schema", None):
         storage = dataclasses.replace(storage, schema=check_identifier(args.schema, "--schema"))
     ch = ch.replace(storage=storage)
-    if getattr(args, "landing_root", None):
+    if getattr(args, "landing_root", None) is not None:
         # A deployment keeps its landing folders under one root (the bundle's volume): each
-        # landing folder of the channel is the folder of its name there.
-        root = Path(args.landing_root)
+        # landing folder of the channel is the folder of its name there. A mistyped root
+        # would ingest nothing without a word: it must exist.
+        root = Path(args.landing_root).resolve() if args.landing_root.strip() else None
+        if root is None or not root.is_dir():
+            raise ConfigError(f"--landing-root {args.landing_root!r}: not an existing folder")
         ch = ch.replace(landing=tuple(dataclasses.replace(lnd, path=root / lnd.name) for lnd in ch.landing))
     return ch
 

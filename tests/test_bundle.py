@@ -375,7 +375,6 @@ def test_the_typed_models_refuse_a_broken_job(mutate: Callable[[dict[str, Any]],
         Job.from_dict(job)
 
 
-
 def test_replication_runs_bronze_silver_ddl_gold_audit_in_a_chain() -> None:
     tasks = {task["task_key"]: task for task in _replication()["tasks"]}
     assert set(tasks) == set(REPLICATION_ORDER)
@@ -513,3 +512,16 @@ def test_the_default_channel_file_is_the_synced_sample() -> None:
     ch = load_channel(REPO / channel[len(prefix):])
     for lnd in ch.landing:
         assert (REPO / landing[len(prefix):] / lnd.name).is_dir(), lnd.name
+
+
+def test_the_landing_root_holds_each_landing_folder_under_its_name(tmp_path, capsys) -> None:
+    from lakestreams.cli import _channel, main
+
+    sample = str(REPO / "sample_data" / "hr_demo.yml")
+    args = build_parser().parse_args(["bronze", "--channel", sample, "--landing-root", str(tmp_path)])
+    assert [lnd.path for lnd in _channel(args).landing] == [tmp_path.resolve() / "dbs1", tmp_path.resolve() / "dbs2"]
+    # A mistyped root would ingest nothing without a word: refused before anything starts.
+    for root in (str(tmp_path / "nosuch"), " "):
+        assert main(["rules", "--channel", sample, "--landing-root", root]) == 2
+        err = capsys.readouterr().err
+        assert "--landing-root" in err and "not an existing folder" in err, err
