@@ -5,7 +5,8 @@ the test suite pays per pipeline run and what every idle table of a large channe
 Each round lands ``--records`` generated records over ``--tables`` tables as a new channel
 and runs it (the first run of a channel), then runs it again with nothing new (idle).
 The baseline, measured in the same session between rounds: a one-row Delta append.
-The figures: per run, Spark jobs, Delta commits and seconds, also as one-row appends.
+The figures: per run, Spark jobs, Delta commits and seconds, also as one-row appends, and the
+seconds of each timed step (the median over rounds).
 
 ``--compare key=value`` (repeatable) measures session settings against the defaults in the
 same process: rounds alternate between the defaults and the settings (set with
@@ -31,6 +32,7 @@ from common import bench_channel, gold_rows  # noqa: E402
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
 from lakestreams.spark import build_session, extra_spark_conf  # noqa: E402
+from lakestreams.timing import TOTALS  # noqa: E402
 
 
 def last_job_id(spark, tag: str) -> int:
@@ -49,11 +51,13 @@ def commits(folder: Path) -> int:
 
 def measured(spark, fn, tag: str, folder: Path) -> dict:
     before_jobs, before_commits = last_job_id(spark, f"{tag}.a"), commits(folder)
+    before_steps = dict(TOTALS)
     start = time.perf_counter()
     fn()
     seconds = time.perf_counter() - start
+    steps = {k: v - before_steps.get(k, 0.0) for k, v in TOTALS.items() if v - before_steps.get(k, 0.0) > 0}
     return {"seconds": seconds, "jobs": last_job_id(spark, f"{tag}.b") - before_jobs - 1,
-            "commits": commits(folder) - before_commits}
+            "commits": commits(folder) - before_commits, "steps": steps}
 
 
 def _summary(rows: dict[str, list[dict]], unit: float) -> dict:
@@ -63,7 +67,9 @@ def _summary(rows: dict[str, list[dict]], unit: float) -> dict:
         seconds = statistics.median(x["seconds"] for x in runs)
         report[f"{kind}_run"] = {"seconds": round(seconds, 1), "in_appends": round(seconds / unit, 1),
                                  "jobs": statistics.median(x["jobs"] for x in runs),
-                                 "commits": statistics.median(x["commits"] for x in runs)}
+                                 "commits": statistics.median(x["commits"] for x in runs),
+                                 "steps": {k: round(statistics.median(x["steps"].get(k, 0.0) for x in runs), 2)
+                                           for k in sorted({k for x in runs for k in x["steps"]})}}
     return report
 
 
