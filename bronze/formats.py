@@ -21,7 +21,14 @@ Debezium (the Oracle connector; with or without the ``schema``/``payload`` wrapp
   (``SNAPSHOT:<scn>``), which instantiates its tables there; it is complete when the
   event marked ``source.snapshot = last`` has landed;
 - the placeholder Debezium writes for a value it could not read
-  (``__debezium_unavailable_value``) makes the column absent, never that text.
+  (``__debezium_unavailable_value``) makes the column absent, never that text;
+- column values in Debezium's encodings are decoded by the logical type the envelope's
+  ``schema`` names: ``Decimal`` and ``VariableScaleDecimal`` (base64 two's complement
+  with a scale; the default ``decimal.handling.mode=precise``) become exact numbers,
+  ``Date``/``Timestamp``/``MicroTimestamp``/``NanoTimestamp`` counts from the epoch
+  become wall-clock text, ``bytes`` (RAW, BLOB) become hex; a variable-scale decimal is
+  also known by its shape, without the wrapper. Without the wrapper the other encodings
+  cannot be told from plain values: silver then reports them as not converting.
 
 GoldenGate JSON (the Big Data JSON formatter, operation format):
 
@@ -87,11 +94,129 @@ def _iso_millis(v: Column, path: str) -> Column:
     return F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd'T'HH:mm:ss.SSSXXX")
 
 
-def _image(v: Column, keep: Callable[[Column, Column, Column], Column]) -> Column:
+def _image(v: Column, keep: Callable[[Column, Column, Column], Column],
+           value: Callable[[Column, Column], Column] | None = None) -> Column:
     """A row image (JSON object) with only the columns ``keep(map, name, value)`` holds true
-    for; NULL when the image is absent, JSON null or not an object."""
+    for, each value as ``value(name, value)`` gives it; NULL when the image is absent, JSON
+    null or not an object."""
     m = F.try_variant_get(v, "$", "map<string,variant>")
-    return F.when(_is_object(v), F.to_variant_object(F.map_filter(m, lambda k, x: keep(m, k, x))))
+    kept = F.map_filter(m, lambda k, x: keep(m, k, x))
+    if value is not None:
+        kept = F.transform_values(kept, value)
+    return F.when(_is_object(v), F.to_variant_object(kept))
+
+
+#: A Debezium envelope's ``schema.fields``: per row image, each column's Connect type,
+#: logical type name and parameters (the ``scale`` of a fixed-scale decimal).
+_ENVELOPE_FIELDS = ("array<struct<field:string,fields:array<struct<field:string,type:string,name:string,"
+                    "parameters:map<string,string>>>>>")
+DEBEZIUM_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+DEBEZIUM_VARIABLE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+#: Debezium's temporal logical types that count from the epoch (Oracle DATE and TIMESTAMP
+#: columns, by ``time.precision.mode``): microseconds per unit of their integer; a
+#: nanosecond count is cut to microseconds, Spark's precision.
+DEBEZIUM_EPOCH_UNITS = {
+    "io.debezium.time.Date": 86_400_000_000, "org.apache.kafka.connect.data.Date": 86_400_000_000,
+    "io.debezium.time.Timestamp": 1000, "org.apache.kafka.connect.data.Timestamp": 1000,
+    "io.debezium.time.MicroTimestamp": 1,
+}
+DEBEZIUM_NANO_TIMESTAMP = "io.debezium.time.NanoTimestamp"
+_DAY_MICROS = 86_400_000_000
+
+
+def _let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """``body(value)`` with ``value`` computed once: bound to a lambda variable, which the
+    optimizer does not copy into each of its uses (as it may a column expression)."""
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def _unscaled(b64: Column) -> Column:
+    """A Connect decimal's unscaled value (base64 of a big-endian two's complement integer)
+    as DECIMAL(38,0); NULL when it is not base64 or needs more than 38 digits."""
+    def from_hex(h: Column) -> Column:
+        n = (F.length(h) / 2).cast("int")
+
+        def byte(i: Column) -> Column:
+            return F.conv(F.substring(h, i * 2 + 1, F.lit(2)), 16, 10).cast("int")
+
+        first = byte(F.lit(0))
+        # The first byte carries the sign; each next one shifts the value up by a byte.
+        signed = F.when(first >= 128, first - 256).otherwise(first).cast("decimal(38,0)")
+        return F.when(n >= 1, F.aggregate(
+            F.sequence(F.lit(1), F.greatest(n - 1, F.lit(1))), signed,
+            lambda acc, i: F.when(i < n, F.try_add(F.try_multiply(acc, F.lit(256)), byte(i)).cast("decimal(38,0)"))
+            .otherwise(acc)))
+    return _let(F.hex(F.try_to_binary(b64, F.lit("base64"))), from_hex)
+
+
+def _decimal(b64: Column, scale: Column) -> Column:
+    """The number a Connect decimal holds (unscaled value, scale) as an exact JSON number;
+    NULL when it cannot be read."""
+    def text(u: Column) -> Column:
+        def digits_text(digits: Column) -> Column:
+            padded = F.lpad(digits, F.greatest(F.length(digits), scale + 1), "0")
+            cut = F.length(padded) - scale
+            return (F.when(scale > 0, F.concat(F.substring(padded, F.lit(1), cut), F.lit("."),
+                                               F.substring(padded, cut + 1, scale)))
+                    .otherwise(F.concat(digits, F.repeat(F.lit("0"), -scale))))
+        sign = F.when(u < 0, F.lit("-")).otherwise(F.lit(""))
+        return F.when(u.isNotNull(), F.try_parse_json(F.concat(sign, _let(F.abs(u).cast("string"), digits_text))))
+    return F.when(scale.isNotNull(), _let(_unscaled(b64), text))
+
+
+def _wall_clock(micros: Column) -> Column:
+    """Microseconds since the epoch as wall-clock text (``yyyy-MM-ddTHH:mm:ss[.ffffff]``),
+    in any session time zone: Debezium counts a zoneless DATE or TIMESTAMP as if UTC."""
+    def text(m: Column) -> Column:
+        days = F.floor(m.cast("decimal(20,0)") / F.lit(_DAY_MICROS)).cast("int")
+        rest = (m - days.cast("bigint") * F.lit(_DAY_MICROS)).cast("decimal(20,0)") / F.lit(1_000_000)
+        ts = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz") + F.make_dt_interval(
+            days=days, secs=rest.cast("decimal(18,6)"))
+        return F.replace(ts.cast("string"), F.lit(" "), F.lit("T"))
+    return _let(micros, text)
+
+
+def _json_text(text: Column) -> Column:
+    """A string as a JSON string value (VARIANT)."""
+    return F.try_variant_get(F.try_parse_json(F.to_json(F.array(text))), "$[0]", "variant")
+
+
+def _debezium_fields(src: Column, image: str) -> Column:
+    """The columns of row image ``image`` (before/after) as the envelope's schema describes
+    them; NULL without the schema wrapper."""
+    fields = F.try_variant_get(src, "$.schema.fields", _ENVELOPE_FIELDS)
+    return F.try_element_at(F.filter(fields, lambda f: f["field"] == image), F.lit(1))["fields"]
+
+
+def _debezium_value(fields: Column) -> Callable[[Column, Column], Column]:
+    """Column name, Debezium value → the value as a native record holds it, by the column's
+    logical type in ``fields``: decimals as exact numbers, DATE and TIMESTAMP as wall-clock
+    text, Connect bytes (RAW, BLOB) as hex. A variable-scale decimal is known by its shape
+    (``scale`` and ``value`` only) as well, so it is read with or without the schema
+    wrapper. Anything else, and a value that cannot be read, stays as it came: silver then
+    says it does not convert to its column. Each decoding appears once in the expression."""
+    def value(k: Column, x: Column) -> Column:
+        def decoded(field: Column) -> Column:
+            name, kind = field["name"], field["type"]
+            text, whole = F.try_variant_get(x, "$", "string"), F.try_variant_get(x, "$", "bigint")
+            vs_scale, vs_value = F.try_variant_get(x, "$.scale", "int"), F.try_variant_get(x, "$.value", "string")
+            variable = F.coalesce(name == DEBEZIUM_VARIABLE_DECIMAL, F.lit(False)) | (
+                _is_object(x) & vs_scale.isNotNull() & vs_value.isNotNull()
+                & (F.size(F.try_variant_get(x, "$", "map<string,variant>")) == 2))
+            fixed = name == DEBEZIUM_DECIMAL
+            b64 = F.when(variable, vs_value).when(fixed, text)
+            scale = F.when(variable, vs_scale).when(fixed, field["parameters"]["scale"].try_cast("int"))
+            unit = _case(name, {k: str(v) for k, v in DEBEZIUM_EPOCH_UNITS.items()}).cast("bigint")
+            micros = F.when(unit.isNotNull(), F.try_multiply(whole, unit)).when(
+                name == DEBEZIUM_NANO_TIMESTAMP, F.floor(whole.cast("decimal(20,0)") / F.lit(1000)).cast("bigint"))
+            return F.coalesce(
+                F.when(b64.isNotNull(), _decimal(b64, scale)),
+                F.when(micros.isNotNull(), _json_text(_wall_clock(micros))),
+                F.when(name.isNull() & (kind == "bytes"), _json_text(F.hex(F.try_to_binary(text, F.lit("base64"))))),
+                x,
+            )
+        return _let(F.try_element_at(F.filter(fields, lambda f: f["field"] == k), F.lit(1)), decoded)
+    return value
 
 
 def _native(**fields: Column | None) -> Column:
@@ -171,8 +296,10 @@ def debezium(lines: DataFrame, source_database: str) -> DataFrame:
             command_type=_case(op, DEBEZIUM_OPS),
             object_owner=_str(e, "$.source.schema"),
             object_name=_str(e, "$.source.table"),
-            old_values=F.when(op.isin("u", "d"), _image(before, readable)),
-            new_values=F.when(op.isin("c", "u", "r"), _image(after, readable)),
+            old_values=F.when(op.isin("u", "d"), _let(_debezium_fields(src, "before"), lambda fields: _image(
+                before, readable, _debezium_value(fields)))),
+            new_values=F.when(op.isin("c", "u", "r"), _let(_debezium_fields(src, "after"), lambda fields: _image(
+                after, readable, _debezium_value(fields)))),
             transaction_id=F.when(is_read, F.concat(F.lit("SNAPSHOT:"), scn.cast("string"))).otherwise(
                 F.coalesce(_str(e, "$.transaction.id"), _str(e, "$.source.txId"))),
             scn=scn,

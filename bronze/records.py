@@ -182,7 +182,10 @@ def parse_lines(lines: DataFrame, landing: Landing | None = None) -> DataFrame:
 
 
 def to_bronze(parsed: DataFrame) -> DataFrame:
-    """Valid parsed lines → rows of the bronze change-record table."""
+    """Valid parsed lines → rows of the bronze change-record table. ``parsed`` is best
+    persisted first, as the ingest does: a Debezium record's mapping (with its value
+    decoding) is a large expression, which the optimizer would otherwise copy into each
+    field read from it."""
     # Global names compare case-insensitively in Oracle; rules and channel files use upper case.
     cols = [(F.upper(_get(f)) if f == "source_database" else _get(f)).alias(f) for f in STRING_FIELDS[:10]]
     cols += [

@@ -3,6 +3,7 @@ judged by the same checks, applied by the same pipeline."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -16,6 +17,8 @@ from lakestreams.audit import run_audit
 from lakestreams.config import ConfigError, Landing
 from lakestreams.delta_io import local_rows
 from lakestreams.pipeline import run_pipeline
+from silver.changes import type_changes
+from silver.dictionary import parse_create_table
 
 SRC, SRC2 = "DBS1.EXAMPLE.COM", "DBS2.EXAMPLE.COM"
 TS = 1704067200000  # 2024-01-01T00:00:00Z
@@ -149,6 +152,96 @@ def test_debezium_events_map_onto_native_records(spark):
         "Debezium END event without a numeric event_count",
         "Debezium transaction event with status 'MIDDLE' (BEGIN or END expected)",
     ]
+
+
+def connect_bytes(n: int) -> str:
+    """An integer as Kafka Connect writes a decimal's unscaled value: base64 of its
+    big-endian two's complement bytes."""
+    return base64.b64encode(n.to_bytes(max(1, (n.bit_length() + 8) // 8), "big", signed=True)).decode()
+
+
+def field(name: str, kind: str, logical: str | None = None, **parameters) -> dict:
+    """A column of a Debezium envelope's schema block."""
+    f = {"type": kind, "optional": True, "field": name}
+    if logical:
+        f["name"] = logical
+    if parameters:
+        f["parameters"] = {k: str(v) for k, v in parameters.items()}
+    return f
+
+
+VALUES_DDL = (
+    "CREATE TABLE hr.amounts (id NUMBER(10) NOT NULL, amount NUMBER(10,2), rate NUMBER, big NUMBER(38), "
+    "lot NUMBER(10), hired DATE, before_epoch DATE, born DATE, at TIMESTAMP(6), nano TIMESTAMP(9), "
+    "zoned TIMESTAMP WITH TIME ZONE, code RAW(4), note VARCHAR2(10), bad NUMBER(10,2), "
+    "CONSTRAINT a_pk PRIMARY KEY (id))"
+)
+BIG = 12345678901234567890123456789012345678  # 38 digits, 16 bytes
+
+
+def test_debezium_value_encodings_are_decoded(spark):
+    """The connector's default encodings (``decimal.handling.mode=precise``,
+    ``time.precision.mode=adaptive``, binary as base64) reach silver as the values they
+    encode, exactly: the envelope's schema names each column's logical type."""
+    columns = [
+        field("ID", "bytes", "org.apache.kafka.connect.data.Decimal", scale=0),
+        field("AMOUNT", "bytes", "org.apache.kafka.connect.data.Decimal", scale=2),
+        field("RATE", "struct", "io.debezium.data.VariableScaleDecimal"),
+        field("BIG", "struct", "io.debezium.data.VariableScaleDecimal"),
+        field("LOT", "struct", "io.debezium.data.VariableScaleDecimal"),
+        field("HIRED", "int64", "io.debezium.time.Timestamp"),
+        field("BEFORE_EPOCH", "int64", "io.debezium.time.Timestamp"),
+        field("BORN", "int32", "io.debezium.time.Date"),
+        field("AT", "int64", "io.debezium.time.MicroTimestamp"),
+        field("NANO", "int64", "io.debezium.time.NanoTimestamp"),
+        field("ZONED", "string", "io.debezium.time.ZonedTimestamp"),
+        field("CODE", "bytes"),
+        field("NOTE", "string"),
+        field("BAD", "bytes", "org.apache.kafka.connect.data.Decimal", scale=2),
+    ]
+    after = {
+        "ID": connect_bytes(1), "AMOUNT": connect_bytes(-12345),
+        "RATE": {"scale": 3, "value": connect_bytes(5)}, "BIG": {"scale": 0, "value": connect_bytes(BIG)},
+        "LOT": {"scale": -3, "value": connect_bytes(7)},
+        "HIRED": TS + 150_123, "BEFORE_EPOCH": -1, "BORN": 19723, "AT": TS * 1000 + 1,
+        "NANO": TS * 1_000_000 + 123_456_789, "ZONED": "2024-01-01T00:00:00Z",
+        "CODE": base64.b64encode(bytes.fromhex("DEADBEEF")).decode(), "NOTE": "AQ==", "BAD": "not base64!",
+    }
+    event = change("c", "0a.1", 1, 150, 160, after=after, wrap=True)
+    event["schema"]["fields"] = [{"type": "struct", "fields": columns, "optional": True, "field": "before"},
+                                 {"type": "struct", "fields": columns, "optional": True, "field": "after"}]
+    # Without the wrapper, only a variable-scale decimal is known (by its two fields).
+    bare = change("u", "0a.1", 2, 151, 160, before={"ID": {"scale": 0, "value": connect_bytes(1)}},
+                  after={"ID": {"scale": 0, "value": connect_bytes(1)}, "LOT": 5,
+                         "NOTE": {"scale": 1, "value": "AQ==", "x": 1}})
+    good, bad = parsed(spark, "debezium", [event, bare])
+    assert bad == []
+    assert good[0]["new"] == {
+        "ID": 1, "AMOUNT": -123.45, "RATE": 0.005, "BIG": BIG, "LOT": 7000,
+        "HIRED": "2024-01-01T00:02:30.123", "BEFORE_EPOCH": "1969-12-31T23:59:59.999", "BORN": "2024-01-01T00:00:00",
+        "AT": "2024-01-01T00:00:00.000001", "NANO": "2024-01-01T00:00:00.123456", "ZONED": "2024-01-01T00:00:00Z",
+        "CODE": "DEADBEEF", "NOTE": "AQ==", "BAD": "not base64!",
+    }
+    assert good[1]["old"] == {"ID": 1}
+    assert good[1]["new"] == {"ID": 1, "LOT": 5, "NOTE": {"scale": 1, "value": "AQ==", "x": 1}}
+
+    # Silver types them to the table's columns; the one value that was not readable is an
+    # error there, named, never a silent NULL.
+    landing = Landing("l", None, "debezium", "commit_records", source_database=SRC)
+    lines = local_rows(spark, [(json.dumps(event), "f", "l", "commit_records", 0)],
+                       "raw STRING, _source_file STRING, _landing STRING, _txn_mode STRING, _ingest_batch BIGINT")
+    # Persisted between parsing and the bronze rows, as the ingest does.
+    p = parse_lines(lines.withColumn("_ingested_at", F.current_timestamp()), landing).cache()
+    typed = type_changes(to_bronze(p).withColumn("_migrated_from", F.lit(None).cast("string")),
+                         parse_create_table(VALUES_DDL), 1).select("_new.*", "_error").first()
+    p.unpersist()
+    assert (typed["ID"], str(typed["AMOUNT"]), str(typed["RATE"]), str(typed["BIG"]), typed["LOT"]) == (
+        1, "-123.45", "0.0050000000", str(BIG), 7000)
+    assert (str(typed["HIRED"]), str(typed["BEFORE_EPOCH"]), str(typed["BORN"]), str(typed["AT"]), str(typed["NANO"])) == (
+        "2024-01-01 00:02:30.123000", "1969-12-31 23:59:59.999000", "2024-01-01 00:00:00",
+        "2024-01-01 00:00:00.000001", "2024-01-01 00:00:00.123456")
+    assert typed["CODE"] == bytes.fromhex("DEADBEEF") and typed["NOTE"] == "AQ=="
+    assert typed["BAD"] is None and typed["_error"] == "new value of BAD does not convert to NUMBER(10, 2) (DECIMAL(10,2))"
 
 
 def test_goldengate_operations_map_onto_native_records(spark):
