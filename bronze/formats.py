@@ -26,9 +26,11 @@ Debezium (the Oracle connector; with or without the ``schema``/``payload`` wrapp
   ``schema`` names: ``Decimal`` and ``VariableScaleDecimal`` (base64 two's complement
   with a scale; the default ``decimal.handling.mode=precise``) become exact numbers,
   ``Date``/``Timestamp``/``MicroTimestamp``/``NanoTimestamp`` counts from the epoch
-  become wall-clock text, ``bytes`` (RAW, BLOB) become hex; a variable-scale decimal is
+  become wall-clock text, ``bytes`` (RAW, BLOB) become hex, and the unavailable
+  placeholder in base64 or hex is an absent column as well; a variable-scale decimal is
   also known by its shape, without the wrapper. Without the wrapper the other encodings
-  cannot be told from plain values: silver then reports them as not converting.
+  cannot be told from plain values: a number or time left encoded does not convert to
+  its column in silver, which says so.
 
 GoldenGate JSON (the Big Data JSON formatter, operation format):
 
@@ -45,6 +47,7 @@ The source database is not in either format: the landing folder's ``source_datab
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
@@ -56,6 +59,10 @@ FORMATS = ("native", "debezium", "goldengate")
 DEBEZIUM_OPS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "r": "INSERT", "t": "TRUNCATE"}
 GOLDENGATE_OPS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "T": "TRUNCATE"}
 DEBEZIUM_UNAVAILABLE = "__debezium_unavailable_value"
+#: The placeholder as a BLOB or RAW column carries it (``binary.handling.mode`` bytes
+#: (base64) or hex), so an unchanged LOB is absent too, never its placeholder's bytes.
+DEBEZIUM_UNAVAILABLE_FORMS = (DEBEZIUM_UNAVAILABLE, base64.b64encode(DEBEZIUM_UNAVAILABLE.encode()).decode(),
+                              DEBEZIUM_UNAVAILABLE.encode().hex(), DEBEZIUM_UNAVAILABLE.encode().hex().upper())
 #: ``_txn_mode`` of the rows of a snapshot transaction; the last one closes it.
 SNAPSHOT_MODES = ("snapshot", "snapshot_end")
 #: Formats that mark snapshot reads per record (in any folder, not only ``snapshot: true`` ones).
@@ -122,6 +129,9 @@ DEBEZIUM_EPOCH_UNITS = {
 }
 DEBEZIUM_NANO_TIMESTAMP = "io.debezium.time.NanoTimestamp"
 _DAY_MICROS = 86_400_000_000
+#: Years 0001 to 9999 in microseconds from the epoch: a count outside is not a time
+#: Oracle holds, and is left as it came (it would overflow a timestamp).
+_MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 
 
 def _let(value: Column, body: Callable[[Column], Column]) -> Column:
@@ -139,19 +149,31 @@ def _unscaled(b64: Column) -> Column:
         def byte(i: Column) -> Column:
             return F.conv(F.substring(h, i * 2 + 1, F.lit(2)), 16, 10).cast("int")
 
-        first = byte(F.lit(0))
-        # The first byte carries the sign; each next one shifts the value up by a byte.
-        signed = F.when(first >= 128, first - 256).otherwise(first).cast("decimal(38,0)")
-        return F.when(n >= 1, F.aggregate(
-            F.sequence(F.lit(1), F.greatest(n - 1, F.lit(1))), signed,
-            lambda acc, i: F.when(i < n, F.try_add(F.try_multiply(acc, F.lit(256)), byte(i)).cast("decimal(38,0)"))
-            .otherwise(acc)))
+        # A negative value v (first byte's high bit set) is read as -v = ~v + 1: the
+        # complement of each byte, plus one at the last. No partial value is then larger
+        # than the whole, so only a value beyond 38 digits overflows (to NULL).
+        negative = byte(F.lit(0)) >= 128
+
+        def digit(i: Column) -> Column:
+            return F.when(negative, 255 - byte(i) + F.when(i == n - 1, 1).otherwise(0)).otherwise(byte(i))
+
+        magnitude = F.aggregate(
+            F.sequence(F.lit(1), F.greatest(n - 1, F.lit(1))), digit(F.lit(0)).cast("decimal(38,0)"),
+            lambda acc, i: F.when(i < n, F.try_add(F.try_multiply(acc, F.lit(256)), digit(i)).cast("decimal(38,0)"))
+            .otherwise(acc))
+        # 0 - m, not -m: Spark negates a decimal at 34 significant digits.
+        return F.when(n >= 1, F.when(negative, F.try_subtract(F.lit(0), magnitude).cast("decimal(38,0)"))
+                      .otherwise(magnitude))
     return _let(F.hex(F.try_to_binary(b64, F.lit("base64"))), from_hex)
+
+
+#: Oracle NUMBER's scale range: a scale outside it is not a value Debezium wrote.
+_SCALES = (-84, 127)
 
 
 def _decimal(b64: Column, scale: Column) -> Column:
     """The number a Connect decimal holds (unscaled value, scale) as an exact JSON number;
-    NULL when it cannot be read."""
+    NULL when it cannot be read (or its scale is outside Oracle's range)."""
     def text(u: Column) -> Column:
         def digits_text(digits: Column) -> Column:
             padded = F.lpad(digits, F.greatest(F.length(digits), scale + 1), "0")
@@ -160,8 +182,10 @@ def _decimal(b64: Column, scale: Column) -> Column:
                                                F.substring(padded, cut + 1, scale)))
                     .otherwise(F.concat(digits, F.repeat(F.lit("0"), -scale))))
         sign = F.when(u < 0, F.lit("-")).otherwise(F.lit(""))
-        return F.when(u.isNotNull(), F.try_parse_json(F.concat(sign, _let(F.abs(u).cast("string"), digits_text))))
-    return F.when(scale.isNotNull(), _let(_unscaled(b64), text))
+        # The digits from the text, not abs(u): Spark's abs rounds a decimal at 34 digits.
+        return (F.when(u == 0, F.try_parse_json(F.lit("0")))
+                .when(u.isNotNull(), F.try_parse_json(F.concat(sign, _let(F.replace(u.cast("string"), F.lit("-"), F.lit("")), digits_text)))))
+    return F.when(scale.between(*_SCALES), _let(_unscaled(b64), text))
 
 
 def _wall_clock(micros: Column) -> Column:
@@ -169,10 +193,10 @@ def _wall_clock(micros: Column) -> Column:
     in any session time zone: Debezium counts a zoneless DATE or TIMESTAMP as if UTC."""
     def text(m: Column) -> Column:
         days = F.floor(m.cast("decimal(20,0)") / F.lit(_DAY_MICROS)).cast("int")
-        rest = (m - days.cast("bigint") * F.lit(_DAY_MICROS)).cast("decimal(20,0)") / F.lit(1_000_000)
+        rest = (m.cast("decimal(20,0)") - days.cast("decimal(20,0)") * F.lit(_DAY_MICROS)) / F.lit(1_000_000)
         ts = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz") + F.make_dt_interval(
             days=days, secs=rest.cast("decimal(18,6)"))
-        return F.replace(ts.cast("string"), F.lit(" "), F.lit("T"))
+        return F.when(m.between(*_MICROS), F.replace(ts.cast("string"), F.lit(" "), F.lit("T")))
     return _let(micros, text)
 
 
@@ -203,7 +227,9 @@ def _debezium_value(fields: Column) -> Callable[[Column, Column], Column]:
             variable = F.coalesce(name == DEBEZIUM_VARIABLE_DECIMAL, F.lit(False)) | (
                 _is_object(x) & vs_scale.isNotNull() & vs_value.isNotNull()
                 & (F.size(F.try_variant_get(x, "$", "map<string,variant>")) == 2))
-            fixed = name == DEBEZIUM_DECIMAL
+            # Base64 only in a JSON string (``decimal.format=NUMERIC`` writes numbers).
+            is_text = F.coalesce(_kind(x).startswith("STRING"), F.lit(False))
+            fixed = (name == DEBEZIUM_DECIMAL) & is_text
             b64 = F.when(variable, vs_value).when(fixed, text)
             scale = F.when(variable, vs_scale).when(fixed, field["parameters"]["scale"].try_cast("int"))
             unit = _case(name, {k: str(v) for k, v in DEBEZIUM_EPOCH_UNITS.items()}).cast("bigint")
@@ -212,7 +238,8 @@ def _debezium_value(fields: Column) -> Callable[[Column, Column], Column]:
             return F.coalesce(
                 F.when(b64.isNotNull(), _decimal(b64, scale)),
                 F.when(micros.isNotNull(), _json_text(_wall_clock(micros))),
-                F.when(name.isNull() & (kind == "bytes"), _json_text(F.hex(F.try_to_binary(text, F.lit("base64"))))),
+                F.when(name.isNull() & (kind == "bytes") & is_text,
+                       _json_text(F.hex(F.try_to_binary(text, F.lit("base64"))))),
                 x,
             )
         return _let(F.try_element_at(F.filter(fields, lambda f: f["field"] == k), F.lit(1)), decoded)
@@ -261,7 +288,7 @@ def debezium(lines: DataFrame, source_database: str) -> DataFrame:
     before, after = F.try_variant_get(e, "$.before", "variant"), F.try_variant_get(e, "$.after", "variant")
 
     def readable(_m: Column, _k: Column, x: Column) -> Column:
-        return F.coalesce(F.try_variant_get(x, "$", "string") != DEBEZIUM_UNAVAILABLE, F.lit(True))
+        return F.coalesce(~F.try_variant_get(x, "$", "string").isin(*DEBEZIUM_UNAVAILABLE_FORMS), F.lit(True))
 
     snapshot_position = F.pmod(
         F.xxhash64(_str(e, "$.source.schema"), _str(e, "$.source.table"), F.to_json(after)), F.lit(_POSITION_SPACE))

@@ -214,8 +214,22 @@ def test_debezium_value_encodings_are_decoded(spark):
     bare = change("u", "0a.1", 2, 151, 160, before={"ID": {"scale": 0, "value": connect_bytes(1)}},
                   after={"ID": {"scale": 0, "value": connect_bytes(1)}, "LOT": 5,
                          "NOTE": {"scale": 1, "value": "AQ==", "x": 1}})
-    good, bad = parsed(spark, "debezium", [event, bare])
+    # Edge values: one negative byte, a value needing a leading zero byte, small negative,
+    # zero at each kind of scale, the most negative 38-digit number; a Decimal written as
+    # a JSON number (decimal.format=NUMERIC) stays that number; a time before 1970 in
+    # nanoseconds; an unchanged BLOB's placeholder (base64) is absent.
+    edges = {"A": (-1, 0), "B": (200, 0), "C": (-5, 3), "D": (0, 2), "E": (0, -3), "F": (-(10**38 - 1), 0)}
+    edge_cols = [field(c, "struct", "io.debezium.data.VariableScaleDecimal") for c in edges]
+    edge_cols += [field("N", "bytes", "org.apache.kafka.connect.data.Decimal", scale=2),
+                  field("T", "int64", "io.debezium.time.NanoTimestamp"), field("LOB", "bytes")]
+    edge = change("c", "0a.1", 3, 152, 160, after={
+        **{c: {"scale": sc, "value": connect_bytes(u)} for c, (u, sc) in edges.items()},
+        "N": 1234, "T": -1, "LOB": base64.b64encode(UNAVAILABLE.encode()).decode()}, wrap=True)
+    edge["schema"]["fields"] = [{"type": "struct", "fields": edge_cols, "optional": True, "field": "after"}]
+    good, bad = parsed(spark, "debezium", [event, bare, edge])
     assert bad == []
+    assert good[2]["new"] == {"A": -1, "B": 200, "C": -0.005, "D": 0, "E": 0, "F": -(10**38 - 1), "N": 1234,
+                              "T": "1969-12-31T23:59:59.999999"}
     assert good[0]["new"] == {
         "ID": 1, "AMOUNT": -123.45, "RATE": 0.005, "BIG": BIG, "LOT": 7000,
         "HIRED": "2024-01-01T00:02:30.123", "BEFORE_EPOCH": "1969-12-31T23:59:59.999", "BORN": "2024-01-01T00:00:00",
