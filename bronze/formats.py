@@ -205,11 +205,10 @@ def _json_text(text: Column) -> Column:
     return F.try_variant_get(F.try_parse_json(F.to_json(F.array(text))), "$[0]", "variant")
 
 
-def _debezium_fields(src: Column, image: str) -> Column:
-    """The columns of row image ``image`` (before/after) as the envelope's schema describes
-    them; NULL without the schema wrapper."""
-    fields = F.try_variant_get(src, "$.schema.fields", _ENVELOPE_FIELDS)
-    return F.try_element_at(F.filter(fields, lambda f: f["field"] == image), F.lit(1))["fields"]
+def _debezium_fields(envelope: Column, image: str) -> Column:
+    """The columns of row image ``image`` (before/after) as the envelope's schema fields
+    (``_ENVELOPE_FIELDS``) describe them; NULL without the schema wrapper."""
+    return F.try_element_at(F.filter(envelope, lambda f: f["field"] == image), F.lit(1))["fields"]
 
 
 def _debezium_value(fields: Column) -> Callable[[Column, Column], Column]:
@@ -323,9 +322,9 @@ def debezium(lines: DataFrame, source_database: str) -> DataFrame:
             command_type=_case(op, DEBEZIUM_OPS),
             object_owner=_str(e, "$.source.schema"),
             object_name=_str(e, "$.source.table"),
-            old_values=F.when(op.isin("u", "d"), _let(_debezium_fields(src, "before"), lambda fields: _image(
+            old_values=F.when(op.isin("u", "d"), _let(_debezium_fields(F.col("_schema"), "before"), lambda fields: _image(
                 before, readable, _debezium_value(fields)))),
-            new_values=F.when(op.isin("c", "u", "r"), _let(_debezium_fields(src, "after"), lambda fields: _image(
+            new_values=F.when(op.isin("c", "u", "r"), _let(_debezium_fields(F.col("_schema"), "after"), lambda fields: _image(
                 after, readable, _debezium_value(fields)))),
             transaction_id=F.when(is_read, F.concat(F.lit("SNAPSHOT:"), scn.cast("string"))).otherwise(
                 F.coalesce(_str(e, "$.transaction.id"), _str(e, "$.source.txId"))),
@@ -369,9 +368,11 @@ def debezium(lines: DataFrame, source_database: str) -> DataFrame:
         (is_ddl & ~_kind(F.try_variant_get(e, "$.ddl", "variant")).startswith("STRING"), "Debezium ddl is not a string"),
     ])
     return (
-        lines.withColumn("_e", F.when(wrapped, F.try_variant_get(src, "$.payload", "variant")).otherwise(src))
+        lines.withColumns({"_e": F.when(wrapped, F.try_variant_get(src, "$.payload", "variant")).otherwise(src),
+                           # The schema's fields, read once per event for both row images.
+                           "_schema": F.try_variant_get(src, "$.schema.fields", _ENVELOPE_FIELDS)})
         .withColumns({"_v": F.when(_is_object(e), record), "_txn_mode": mode, "_format_reason": reason})
-        .drop("_e")
+        .drop("_e", "_schema")
     )
 
 

@@ -76,14 +76,19 @@ def gg(op: str, csn: int, pos: int, before=None, after=None, table="ORCLPDB2.HR.
     return rec
 
 
-def parsed(spark, fmt: str, lines: list) -> tuple[list, list]:
-    """Lines of one landing folder → (bronze rows as dicts, quarantine reasons)."""
+def parsed_lines(spark, fmt: str, lines: list):
+    """Lines of one landing folder parsed, and persisted as the ingest does."""
     landing = Landing("l", None, fmt, "whole_file" if fmt == "goldengate" else "commit_records",
                       source_database=SRC)
     raw = [r if isinstance(r, str) else json.dumps(r) for r in lines]
     df = local_rows(spark, [(r, "f", "l", landing.transactions, 0) for r in raw],
                     "raw STRING, _source_file STRING, _landing STRING, _txn_mode STRING, _ingest_batch BIGINT")
-    p = parse_lines(df.withColumn("_ingested_at", F.current_timestamp()), landing).cache()
+    return parse_lines(df.withColumn("_ingested_at", F.current_timestamp()), landing).cache()
+
+
+def parsed(spark, fmt: str, lines: list) -> tuple[list, list]:
+    """Lines of one landing folder → (bronze rows as dicts, quarantine reasons)."""
+    p = parsed_lines(spark, fmt, lines)
     cols = ["command_type", "object_owner", "object_name", "ddl_text", "transaction_id", "scn", "commit_scn",
             "position", "event_count", "_txn_mode"]
     good = [
@@ -241,11 +246,7 @@ def test_debezium_value_encodings_are_decoded(spark):
 
     # Silver types them to the table's columns; the one value that was not readable is an
     # error there, named, never a silent NULL.
-    landing = Landing("l", None, "debezium", "commit_records", source_database=SRC)
-    lines = local_rows(spark, [(json.dumps(event), "f", "l", "commit_records", 0)],
-                       "raw STRING, _source_file STRING, _landing STRING, _txn_mode STRING, _ingest_batch BIGINT")
-    # Persisted between parsing and the bronze rows, as the ingest does.
-    p = parse_lines(lines.withColumn("_ingested_at", F.current_timestamp()), landing).cache()
+    p = parsed_lines(spark, "debezium", [event])
     typed = type_changes(to_bronze(p).withColumn("_migrated_from", F.lit(None).cast("string")),
                          parse_create_table(VALUES_DDL), 1).select("_new.*", "_error").first()
     p.unpersist()
