@@ -8,6 +8,9 @@ folder named by ``LAKESTREAMS_JARS_DIR`` for machines without Maven access.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -51,6 +54,28 @@ def extra_spark_conf(text: str, source: str = "LAKESTREAMS_SPARK_CONF") -> dict[
     return out
 
 
+@contextmanager
+def jar_resolution_lock(path: Path | None = None) -> Iterator[None]:
+    """Hold the machine-wide lock of local session starts (``path``: its file, by default
+    one per user in the temp folder). Ivy downloads Delta's jars into one shared cache: two
+    processes starting Spark at once on a fresh cache overwrite each other's downloads, and
+    both fail ("Downloaded file size (0) doesn't match expected Content Length"). Started
+    one after the other, the second finds the jars in the cache. Where ``fcntl`` is missing
+    (Windows) starts are not serialised."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    path = path or Path(tempfile.gettempdir()) / f"lakestreams-spark-start-{os.getuid()}.lock"
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_partitions: int = int(os.environ.get("LAKESTREAMS_SHUFFLE_PARTITIONS", "4"))) -> SparkSession:
     """Get or create the local SparkSession with Delta, warehouse at ``warehouse``."""
     active = SparkSession.getActiveSession()
@@ -92,9 +117,12 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         if not jars:
             raise RuntimeError(f"LAKESTREAMS_JARS_DIR={jar_dir} holds no .jar files")
         builder = builder.config("spark.jars", ",".join(jars))
+        spark = builder.getOrCreate()
     else:
         builder = builder.config("spark.jars.packages", delta_maven_coordinates())
-    spark = builder.getOrCreate()
+        # The JVM resolves the packages as it starts: one process at a time.
+        with jar_resolution_lock():
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -1,0 +1,34 @@
+"""Local session starts are serialised: Ivy's shared jar cache takes one download at a time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: A process that holds the start lock for a second and reports when it held it.
+HOLD = """
+import sys, time
+from pathlib import Path
+from lakestreams.spark import jar_resolution_lock
+with jar_resolution_lock(Path(sys.argv[1])):
+    start = time.time()
+    time.sleep(1.0)
+    print(start, time.time())
+"""
+
+
+def test_processes_starting_at_once_take_the_start_lock_in_turn(tmp_path):
+    lock = tmp_path / "start.lock"
+    procs = [subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    spans = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        spans.append(tuple(map(float, out.split())))
+    spans.sort()
+    # Each holder starts after the one before let go: no two held the lock at once.
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert spans[-1][1] - spans[0][0] >= 3.0
