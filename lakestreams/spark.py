@@ -7,6 +7,7 @@ folder named by ``LAKESTREAMS_JARS_DIR`` for machines without Maven access.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lakestreams.config import Storage
+
+log = logging.getLogger("lakestreams.spark")
 
 #: delta-spark 4.4.1 is pinned on PyPI, but its jars were never published to Maven
 #: Central (only 4.4.0 is there for Spark 4.1/4.2). 4.4.0 jars serve the 4.4.1 Python API.
@@ -60,7 +63,8 @@ def jar_resolution_lock(path: Path | None = None) -> Iterator[None]:
     one per user in the temp folder). Ivy downloads Delta's jars into one shared cache: two
     processes starting Spark at once on a fresh cache overwrite each other's downloads, and
     both fail ("Downloaded file size (0) doesn't match expected Content Length"). Started
-    one after the other, the second finds the jars in the cache. Where ``fcntl`` is missing
+    one after the other, the second finds the jars in the cache. A start that has to wait
+    says so (a warning naming the lock file) before it waits. Where ``fcntl`` is missing
     (Windows) starts are not serialised."""
     try:
         import fcntl
@@ -69,7 +73,11 @@ def jar_resolution_lock(path: Path | None = None) -> Iterator[None]:
         return
     path = path or Path(tempfile.gettempdir()) / f"lakestreams-spark-start-{os.getuid()}.lock"
     with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("another local Spark start holds %s (it is fetching Delta's jars): waiting for it", path)
+            fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:

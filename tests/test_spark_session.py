@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,3 +34,23 @@ def test_processes_starting_at_once_take_the_start_lock_in_turn(tmp_path):
     # Each holder starts after the one before let go: no two held the lock at once.
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
     assert spans[-1][1] - spans[0][0] >= 3.0
+
+
+def test_a_start_that_must_wait_says_so_and_waits(tmp_path):
+    from lakestreams.spark import jar_resolution_lock
+
+    lock = tmp_path / "start.lock"
+    with jar_resolution_lock(lock):
+        proc = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        # The waiting process has warned (stderr) and still holds nothing (no output yet).
+        ready, _, _ = select.select([proc.stderr], [], [], 60)
+        line = proc.stderr.readline() if ready else ""
+        if not ready:
+            proc.kill()
+        assert "another local Spark start holds" in line and str(lock) in line, line
+        assert proc.poll() is None
+        released = time.time()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert float(out.split()[0]) >= released
