@@ -979,15 +979,75 @@ def channel_column_types(channel: Channel):
 
 
 def load_channel(path: str | Path) -> Channel:
-    """Load a channel YAML file; errors name the file, the key and what is accepted."""
+    """Load a channel YAML file; errors name the file, the line, the key and what is accepted."""
     p = Path(path).resolve()
     try:
-        data = yaml.safe_load(p.read_text())
+        text = p.read_text()
+        lines = key_lines(text)
+        data = yaml.safe_load(text)
     except FileNotFoundError as e:
         raise ConfigError(f"channel file {p} does not exist") from e
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
+    except ConfigError as e:
+        raise ConfigError(f"{p}, {e}") from e
     try:
         return channel_from_dict(data, p.parent, p)
     except ConfigError as e:
-        raise ConfigError(f"{p}: {e}") from e
+        line = error_line(str(e), lines)
+        raise ConfigError(f"{p}, line {line}: {e}" if line else f"{p}: {e}") from e
+
+
+#: The leading key path of a ConfigError's text: ``landing[0].snapshot``, ``apply.rules[2]``.
+_ERROR_PATH = re.compile(r"[A-Za-z_][\w]*(?:\[\d+\])*(?:\.[A-Za-z_][\w]*(?:\[\d+\])*)*")
+_UNKNOWN_KEY = re.compile(r"unknown key '([^']*)'")
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """Each key path of a YAML document (``storage``, ``landing[0].path``) → the line (from
+    1) where its key, or its list item, starts. A key written twice in one mapping, which
+    YAML loaders silently resolve to the last value, is refused with both lines."""
+    out: dict[str, int] = {}
+
+    def walk(node: yaml.Node, path: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                name, line = str(key.value), key.start_mark.line + 1
+                if name in seen:
+                    raise ConfigError(f"line {line}: key {name!r} is given twice in one mapping "
+                                      f"(first at line {seen[name]}); YAML would keep only the last")
+                seen[name] = line
+                sub = f"{path}.{name}" if path else name
+                out[sub] = line
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                out[f"{path}[{i}]"] = item.start_mark.line + 1
+                walk(item, f"{path}[{i}]")
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is not None:
+        out[""] = root.start_mark.line + 1
+        walk(root, "")
+    return out
+
+
+def error_line(message: str, lines: dict[str, int]) -> int | None:
+    """The line of the deepest key a ConfigError's text names (its leading ``a.b[0]: …``
+    parts; ``channel`` is the file's top level). An unknown key is found on its own line."""
+    parts = []
+    rest = message
+    while (m := _ERROR_PATH.match(rest)) and rest[m.end():m.end() + 2] == ": ":
+        parts.append(m.group())
+        rest = rest[m.end() + 2:]
+    path = ".".join(parts)
+    path = path.removeprefix("channel").lstrip(".")
+    if unknown := _UNKNOWN_KEY.match(rest):
+        path = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
+    while path:
+        if path in lines:
+            return lines[path]
+        cut = max(path.rfind("."), path.rfind("["))
+        path = path[:cut] if cut > 0 else ""
+    return lines.get("")

@@ -282,8 +282,11 @@ def build_clients(channel: Channel | Sequence[ClientSpec], column_types=None) ->
         if pos_name == neg_name:
             raise RuleError(f"{c.streams_type} {c.name}: rule set {pos_name} cannot be both positive and negative")
         used_pos = used_neg = False
-        for rs in c.rules:
-            created = _rules_of(rs, c.name.upper(), names, column_types)
+        for i, rs in enumerate(c.rules):
+            try:
+                created = _rules_of(rs, c.name.upper(), names, column_types)
+            except RuleError as e:  # named as the channel file names it
+                raise RuleError(f"{c.streams_type}.rules[{i}]: {e}") from e
             target = pos_name if rs.inclusion_rule else neg_name
             set_rules.setdefault(target, []).extend(created)
             used_pos |= bool(created) and rs.inclusion_rule

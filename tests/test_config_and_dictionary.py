@@ -34,11 +34,31 @@ def test_bad_channel_is_refused_with_the_key(tmp_path, change, message):
     assert message in str(e.value)
 
 
-def test_load_channel_names_the_file(tmp_path):
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # An unknown key is found on its own line, not its mapping's.
+        ("name: c\nlanding: [{name: a, path: x}]\nstorage:\n  schema: s\n  wharehouse: w\n",
+         "c.yml, line 5: storage: unknown key 'wharehouse'"),
+        ("# a channel\nname: c\ncolour: red\nlanding: [{name: a, path: x}]\n", "c.yml, line 3: channel: unknown key 'colour'"),
+        ("name: c\nlanding:\n  - name: a\n    path: x\n  - name: b\n    path: y\n    transactions: sometimes\n",
+         "c.yml, line 7: landing[1].transactions: 'sometimes' is not one of"),
+        # A rule's condition is checked when the rules are built: the rule's line.
+        ("name: c\nlanding: [{name: a, path: x}]\napply:\n  rules:\n    - table: hr.regions\n    - table: hr.jobs\n"
+         "      and_condition: \"x = 1 ; drop\"\n", "c.yml, line 6: apply.rules[1]: and_condition must be one condition"),
+        # A missing key: the mapping it is missing from.
+        ("\nlanding: [{name: a, path: x}]\n", "c.yml, line 2: channel: missing required key 'name'"),
+        # YAML keeps the last of two equal keys without a word: refused, both lines named.
+        ("name: c\nlanding: [{name: a, path: x}]\nstorage:\n  schema: s\n  schema: t\n",
+         "c.yml, line 5: key 'schema' is given twice in one mapping (first at line 4)"),
+    ],
+)
+def test_load_channel_names_the_file_line_and_key(tmp_path, text, message):
     p = tmp_path / "c.yml"
-    p.write_text("name: c\nlanding: [{name: a, path: x}]\nstorage: {wharehouse: w}\n")
-    with pytest.raises(ConfigError, match=r"c.yml: storage: unknown key 'wharehouse'"):
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
         load_channel(p)
+    assert f"{tmp_path}/{message}" in str(e.value)
 
 
 def test_create_table_keys_and_types():
