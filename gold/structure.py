@@ -8,6 +8,11 @@ and each known target is made to hold its current definition before the plan rea
 types; a type Delta cannot widen rewrites the table (the values converted, a value that does
 not convert stops the apply with the reason). History tables (SCD2 versions, the
 TimeKey log) get the renames, new columns and types too, but keep every column.
+
+A target whose source tables were all dropped under OnDropTable=DROP_FROM_CHANNEL_AND_TARGET
+is dropped, history tables included, here and again after the apply (changes of the plan
+from before the DROP would otherwise make it anew). Created again at the source, the table
+gets a new, empty target from its new rows.
 """
 
 from __future__ import annotations
@@ -17,20 +22,29 @@ from pyspark.sql import SparkSession
 from gold.plan import TargetPlan, history_tables
 from lakestreams.config import Channel
 from lakestreams.timing import step
-from silver.evolution import ColumnChanges, follow_structure
+from silver.evolution import DROPS_TARGET, ColumnChanges, Revision, follow_structure
 from silver.run import load_revisions
 
 
-def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPlan]) -> dict[str, ColumnChanges]:
+def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPlan],
+                   gone: set[str] | None = None) -> dict[str, ColumnChanges]:
     """Make the gold tables of ``targets`` follow their definitions before the plan reads
     them; returns what changed per table (nothing for tables that follow already).
-    Metadata work, but for a rewrite."""
+    Targets dropped with their source tables are dropped; ``gone``, if given, receives
+    their model names. Metadata work, but for a rewrite."""
     if not targets:
         return {}
     revisions = load_revisions(spark, channel)
-    out: dict[str, ColumnChanges] = {}
+    dropped = dropped_targets(revisions, targets)
+    dropped_models = {t.model for t in dropped}
+    if gone is not None:
+        gone.update(dropped_models)
+    out: dict[str, ColumnChanges] = {name: ColumnChanges(table_dropped=True)
+                                     for name in drop_gold_tables(spark, channel, dropped)}
     with step("gold.structure"):
         for t in targets:
+            if t.model in dropped_models:
+                continue
             revs = revisions.get(t.sources[0], []) if t.sources else []
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):
                 table = channel.storage.table("gold", name)
@@ -39,4 +53,27 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
                 changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop)
                 if changes:
                     out[name] = changes
+    return out
+
+
+def dropped_targets(revisions: dict[tuple[str, str, str], list[Revision]], targets: list[TargetPlan]) -> list[TargetPlan]:
+    """The targets every source table of which was last dropped with its target (a target
+    another source still feeds stays)."""
+    def gone(source: tuple[str, str, str]) -> bool:
+        revs = revisions.get(source)
+        return bool(revs) and revs[-1].status == "DROPPED" and revs[-1].decision == DROPS_TARGET
+
+    return [t for t in targets if t.sources and all(gone(s) for s in t.sources)]
+
+
+def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[TargetPlan]) -> list[str]:
+    """Drop the gold tables (replica and history tables) of ``targets`` that exist; their
+    names. Model names are the project's own (``target_model_name``), quoted by Storage."""
+    out = []
+    for t in targets:
+        for name in (t.model, *history_tables(t.model)):
+            table = channel.storage.table("gold", name)
+            if spark.catalog.tableExists(table.replace("`", "")):
+                spark.sql(f"DROP TABLE IF EXISTS {table}")
+                out.append(name)
     return out

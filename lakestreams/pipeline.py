@@ -22,7 +22,7 @@ from gold.plan import (
     run_plan,
     unfinished_plan,
 )
-from gold.structure import follow_targets
+from gold.structure import drop_gold_tables, follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.rebuild import retry_explained
@@ -68,11 +68,13 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     return list(out.values())
 
 
-def evolve_gold(spark: SparkSession, channel: Channel) -> dict[str, ColumnChanges]:
+def evolve_gold(spark: SparkSession, channel: Channel, gone: set[str] | None = None) -> dict[str, ColumnChanges]:
     """The DDL step before dbt: every gold table takes its target's DDL (renames, drops,
-    new columns, widened or rewritten types); returns what changed per table. The gold
-    stage's first step, and a task of its own in the bundle's job (a no-op when run again)."""
-    return follow_targets(spark, channel, known_targets(spark, channel))
+    new columns, widened or rewritten types; a target dropped with its source table goes);
+    returns what changed per table. ``gone`` receives the models of dropped targets. The
+    gold stage's first step, and a task of its own in the bundle's job (a no-op when run
+    again)."""
+    return follow_targets(spark, channel, known_targets(spark, channel), gone)
 
 
 def format_evolution(changes: dict[str, ColumnChanges]) -> str:
@@ -81,6 +83,9 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
         return "gold tables hold their targets' columns: no DDL to apply"
     lines = []
     for table, c in sorted(changes.items()):
+        if c.table_dropped:
+            lines.append(f"gold {table}: dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)")
+            continue
         what = [f"renamed {old} to {new}" for old, new in c.renames]
         what += [f"added {col.name} {col.type.spark}" for col in c.added]
         what += [f"widened {col} to {t}" for col, t in c.widened]
@@ -92,13 +97,16 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
 
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
-    evolve_gold(spark, channel)
+    gone: set[str] = set()
+    evolve_gold(spark, channel, gone)
     with step("gold.plan"):
         plan = run_plan(spark, channel)
     if plan.plan_id is None:
         return plan, []
     with step("gold.dbt"):
         results = apply_targets(spark, channel, plan, known_targets(spark, channel))
+    # Changes from before a DROP that took the target with it made the target anew: gone again.
+    drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])
     with step("gold.progress"):
         record_progress(spark, channel, plan)
     return plan, results

@@ -35,6 +35,9 @@ from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
 FOLLOWING = ("ALTER", "REFRESH", "ADD")
 #: The decision of a table's first revision when the channel file declares it.
 DECLARED = "DECLARED"
+#: The decision of a dropped table's revision when its target goes too
+#: (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET): the gold tables are dropped.
+DROPS_TARGET = "DROP TARGET"
 #: Table property of a Delta table: the SCN of the revision its structure follows.
 STRUCTURE_PROPERTY = "lakestreams.structure_scn"
 
@@ -119,8 +122,12 @@ def read_ddl(
         if before is None and d.target == "IGNORE":
             d = Decision("ADD", f"a new table: its first structure ({d.reason})")
         rev = Revision(scn, table, decision=d.target, keep_structure=_keep(action))
-        # Created again after a DROP: the new table is empty, so is its target from here on.
-        return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),), key if before is not None else None)
+        # Created again after a DROP: the new table is empty, so is its target from here on,
+        # unless KeepOldRows keeps the rows the target had (a target dropped with its table
+        # kept none).
+        empties = before is not None and not (action and action.keep_old_rows and before.decision != DROPS_TARGET)
+        why = _why(d) + ("; the target keeps its old rows (KeepOldRows)" if before is not None and not empties else "")
+        return DdlReading(stmt.kind, d.target, why, ((key, rev),), key if empties else None)
     if stmt.kind == "CREATE TABLE AS SELECT":
         return DdlReading(stmt.kind, "ERROR", f"CREATE TABLE {owner}.{stmt.name} AS SELECT does not state its columns: "
                           "land its CREATE TABLE form or declare it in the channel file's tables", code="DDL")
@@ -132,7 +139,7 @@ def read_ddl(
         d = decide(stmt, live, True)
         if stmt.kind == "TRUNCATE TABLE":
             return DdlReading(stmt.kind, d.target, _why(d), truncates=key)
-        rev = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
+        rev = replace(live, scn=scn, status="DROPPED", renames=(), decision=_dropped(d))
         return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),))
     try:
         table = evolve(live.table, stmt)  # first: a statement the table cannot take is an error
@@ -145,7 +152,7 @@ def read_ddl(
         taken = _latest(history, new_key)
         if taken is not None and taken.status == "TABLE":
             return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already", code="955")
-        dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=d.target)
+        dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=_dropped(d))
         created = Revision(scn, table, decision="ADD", keep_structure=_keep(action))
         return DdlReading("RENAME TABLE", d.target, _why(d) + f"; the rows continue as {new_key[0]}.{new_key[1]}",
                           ((key, dropped), (new_key, created)))
@@ -154,6 +161,11 @@ def read_ddl(
         return DdlReading(stmt.kind, d.target, _why(d) + "; the table's structure is unchanged")
     rev = Revision(scn, table, renames=renames, decision=d.target, keep_structure=_keep(action))
     return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),))
+
+
+def _dropped(d: Decision) -> str:
+    """A dropped table's revision decision: DROP TARGET when its target goes too."""
+    return DROPS_TARGET if d.target == "DROP" and d.drop_target else d.target
 
 
 def _keep(action: AdaptDdl | None) -> bool:
@@ -269,9 +281,10 @@ class ColumnChanges:
     widened: tuple[tuple[str, str], ...] = ()  # (column, new Spark type)
     rewritten: tuple[tuple[str, str], ...] = ()
     dropped: tuple[str, ...] = ()
+    table_dropped: bool = False  # the whole table (its source table dropped with its target)
 
     def __bool__(self) -> bool:
-        return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped)
+        return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped or self.table_dropped)
 
 
 def column_changes(

@@ -723,7 +723,9 @@ def derive(
     registry = load_targets(spark, channel)
     handled: list[DataFrame] = []
     structures = {k: target_structures(revs) for k, revs in revisions.items()}
-    dictionary = {k: structures[k][-1] for k, revs in revisions.items() if revs[-1].status == "TABLE"}
+    # Dropped tables too: changes committed before their DROP (in this very batch, say) are
+    # replicated; one after it is read with the dropped revision and fails with its reason.
+    dictionary = {k: structures[k][-1] for k in revisions}
     earlier = {k: structures[k][:-1] for k in dictionary}
     targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry, earlier)
     for (src, owner, name), (tdef, groups, source, shape) in sorted(targets.items()):

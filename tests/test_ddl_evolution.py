@@ -5,6 +5,7 @@ before and after a DDL in one batch are each read with their own revision."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 from conftest import make_channel, table_versions, write_lines
@@ -13,21 +14,21 @@ from records import Txn
 from lakestreams.config import Channel
 from lakestreams.pipeline import evolve_gold, format_evolution, run_pipeline
 from silver.changes import change_table_name
-from silver.evolution import STRUCTURE_PROPERTY, structure_scn
+from silver.evolution import structure_scn
 
 SRC = "DBS1.EXAMPLE.COM"
 EMP_DDL = ("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
            "CONSTRAINT emp_pk PRIMARY KEY (id))")
 
 
-def ddl(txid: str, scn: int, text: str, verb: str = "ALTER TABLE", name: str = "EMP") -> list[dict]:
-    t = Txn(txid, scn).ddl(text, name=name)
+def ddl(txid: str, scn: int, text: str, verb: str = "ALTER TABLE", name: str = "EMP", owner: str = "HR") -> list[dict]:
+    t = Txn(txid, scn).ddl(text, owner=owner, name=name)
     t.records[0]["command_type"] = verb
     return t.commit()
 
 
-def ins(txid: str, scn: int, row: dict, table: str = "EMP") -> list[dict]:
-    return Txn(txid, scn).row("INSERT", table, new=row).commit()
+def ins(txid: str, scn: int, row: dict, table: str = "EMP", owner: str = "HR") -> list[dict]:
+    return Txn(txid, scn).row("INSERT", table, new=row, owner=owner).commit()
 
 
 def upd(txid: str, scn: int, key: int, new: dict, table: str = "EMP") -> list[dict]:
@@ -77,17 +78,18 @@ def queue(spark, ch) -> dict[str, str]:
 
 
 class Scenario:
-    """A table ``HR.<name>`` created as EMP is, and its records."""
+    """A table ``<owner>.<name>`` created as EMP is, and its records."""
 
-    def __init__(self, name: str):
-        self.name = name
-        self.gold_table = f"hr__{name.lower()}"
+    def __init__(self, name: str, owner: str = "HR"):
+        self.name, self.owner = name, owner
+        self.gold_table = f"{owner.lower()}__{name.lower()}"
 
     def ddl(self, txid: str, scn: int, text: str, verb: str = "ALTER TABLE") -> list[dict]:
-        return ddl(f"{self.name}.{txid}", scn, text.replace("hr.emp", f"hr.{self.name.lower()}"), verb, self.name)
+        text = text.replace("hr.emp", f"{self.owner.lower()}.{self.name.lower()}")
+        return ddl(f"{self.name}.{txid}", scn, text, verb, self.name, self.owner)
 
     def ins(self, txid: str, scn: int, row: dict) -> list[dict]:
-        return ins(f"{self.name}.{txid}", scn, row, self.name)
+        return ins(f"{self.name}.{txid}", scn, row, self.name, self.owner)
 
     def upd(self, txid: str, scn: int, key: int, new: dict) -> list[dict]:
         return upd(f"{self.name}.{txid}", scn, key, new, self.name)
@@ -97,8 +99,12 @@ class Scenario:
         return [*self.ddl("d1", 100, EMP_DDL, "CREATE TABLE"), *self.ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": code})]
 
 
-ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED = (
-    Scenario(n) for n in ("ADDED", "RENAMED", "WIDENED", "RETYPED", "DROPPED", "TRUNCATED"))
+ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED, REMADE = (
+    Scenario(n) for n in ("ADDED", "RENAMED", "WIDENED", "RETYPED", "DROPPED", "TRUNCATED", "REMADE"))
+#: SALES tables leave with their targets (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET); HR's
+#: stay in the target, and a table created again keeps its old rows there (KeepOldRows).
+GONE = Scenario("GONE", "SALES")
+ADAPT_DDL = [{"capture_schema": "SALES", "on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}, {"keep_old_rows": True}]
 
 FIRST_LANDING = [
     *ADDED.created(),
@@ -113,7 +119,8 @@ FIRST_LANDING = [
     *ddl("TRUNCATED.d3", 150, "CREATE OR REPLACE VIEW hr.truncated_v AS SELECT id FROM hr.truncated", "CREATE VIEW",
          "TRUNCATED_V"),
     *TRUNCATED.ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
-    *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(),
+    *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(), *REMADE.created(),
+    *GONE.created(),
 ]
 SECOND_LANDING = [
     *RENAMED.upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
@@ -126,6 +133,13 @@ SECOND_LANDING = [
     *RETYPED.ins("t2", 210, {"ID": 2, "NAME": "bob", "CODE": "A7"}),
     *DROPPED.ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
     *DROPPED.ins("t2", 210, {"ID": 2, "NAME": "bob"}),
+    # The target goes with the table; the plan's change from before the DROP does not bring it back.
+    *GONE.ins("t2", 190, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    *GONE.ddl("d2", 200, "DROP TABLE hr.emp PURGE", "DROP TABLE"),
+    *REMADE.ddl("d2", 200, "DROP TABLE hr.emp", "DROP TABLE"),
+    *REMADE.ddl("d3", 210, "CREATE TABLE hr.emp (id NUMBER(4) PRIMARY KEY, name VARCHAR2(10), code NUMBER(5), "
+                           "hired DATE)", "CREATE TABLE"),
+    *REMADE.ins("t2", 220, {"ID": 2, "NAME": "bob", "HIRED": "2024-05-01T00:00:00"}),
 ]
 
 
@@ -141,7 +155,7 @@ class Evolved:
 
 @pytest.fixture(scope="module")
 def evolved(spark, tmp_path_factory) -> Evolved:
-    ch = make_channel(tmp_path_factory.mktemp("evolution"))
+    ch = make_channel(tmp_path_factory.mktemp("evolution"), adapt_ddl=ADAPT_DDL)
     write_lines(ch, "src", "f1.jsonl", FIRST_LANDING)
     run_pipeline(spark, ch)
     widened = ch.storage.table("gold", WIDENED.gold_table).replace("`", "")
@@ -172,10 +186,13 @@ def test_the_ddl_step_before_gold_gives_each_table_its_ddl(evolved):
     # Silver recorded the second landing's DDL; gold takes it before the plan reads it.
     lines = evolved.evolution.splitlines()
     assert [line.split(":")[0] for line in lines] == [
-        "gold hr__dropped", "gold hr__renamed", "gold hr__retyped", "gold hr__widened"], lines
+        "gold hr__dropped", "gold hr__remade", "gold hr__renamed", "gold hr__retyped", "gold hr__widened",
+        "gold sales__gone"], lines
     assert lines[0] == "gold hr__dropped: dropped CODE", lines
-    assert lines[1] == "gold hr__renamed: renamed NAME to FULL_NAME", lines
-    assert lines[3].endswith("widened CODE to BIGINT"), lines
+    assert lines[1] == "gold hr__remade: added HIRED TIMESTAMP_NTZ", lines
+    assert lines[2] == "gold hr__renamed: renamed NAME to FULL_NAME", lines
+    assert lines[4].endswith("widened CODE to BIGINT"), lines
+    assert lines[5] == "gold sales__gone: dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)"
     assert evolved.again == "gold tables hold their targets' columns: no DDL to apply"
 
 
@@ -193,7 +210,6 @@ def test_rename_with_rows_on_both_sides_renames_in_place(spark, evolved):
     first = spark.table(changes).where("_transaction_id = 'RENAMED.t1'").first()
     assert first["_new"]["FULL_NAME"] == "ann" and "FULL_NAME" in first["_new_present"]
     assert structure_scn(spark, ch.storage.table("gold", t.gold_table)) == 210
-    assert STRUCTURE_PROPERTY.startswith("lakestreams.")
 
 
 def test_widening_varchar2_and_number_is_in_place(spark, evolved):
@@ -228,6 +244,20 @@ def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spar
     assert gold(spark, ch, t.gold_table)["rows"] == {(8, 2, "bob")}
     assert ddl_log(spark, ch, t.name, "TRUNCATED_V")[1:] == [
         (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
+
+
+def test_a_table_dropped_with_its_target_leaves_gold_and_one_created_again_keeps_its_rows(spark, evolved):
+    ch = evolved.channel
+    # SALES.GONE: OnDropTable=DROP_FROM_CHANNEL_AND_TARGET; its change from before the DROP
+    # (applied in the same plan) did not bring the table back.
+    assert not spark.catalog.tableExists(ch.storage.table("gold", GONE.gold_table).replace("`", ""))
+    assert ddl_log(spark, ch, GONE.name)[-1] == (200, "DROP TABLE", "DROP")
+    # HR.REMADE dropped and created again: KeepOldRows keeps ann; the new column is added.
+    assert gold(spark, ch, REMADE.gold_table) == {
+        "columns": ["CODE", "HIRED", "ID", "NAME"],
+        "rows": {(7, None, 1, "ann"), (None, datetime(2024, 5, 1), 2, "bob")},
+    }
+    assert ddl_log(spark, ch, REMADE.name)[1:] == [(200, "DROP TABLE", "DROP"), (210, "CREATE TABLE", "REFRESH")]
 
 
 def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):
