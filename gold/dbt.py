@@ -60,13 +60,15 @@ def _q(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def model_sql(t: TargetPlan, options: TargetSpec | None = None) -> str:
+def model_sql(t: TargetPlan, options: TargetSpec | None = None, column_mapping: bool = True) -> str:
     """The generated model: planned changes of one target above its instantiation SCN; the
-    target's options (history kind, soft deletes) go to its config."""
+    target's options (history kind, soft deletes) and the channel's gold protocol (column
+    mapping or the basic protocol) go to its config."""
     cols = [[c.name, c.type.spark] for c in t.definition.columns]
     opts = options or TargetSpec(t.owner, t.table)
     # JSON as Jinja literals: only lists, strings and booleans (Jinja has no null).
-    settings = {"key_columns": list(t.definition.key_columns), "columns": cols, "soft_delete": opts.soft_delete}
+    settings = {"key_columns": list(t.definition.key_columns), "columns": cols, "soft_delete": opts.soft_delete,
+                "column_mapping": column_mapping}
     if opts.history is not None:
         settings["history"] = opts.history
     config = json.dumps(settings)
@@ -164,7 +166,7 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
     }
     (gen / "_generated.yml").write_text(yaml.safe_dump(sources, sort_keys=False))
     for t in all_targets:
-        (gen / f"{t.model}.sql").write_text(model_sql(t, channel.target_options(t.owner, t.table)))
+        (gen / f"{t.model}.sql").write_text(model_sql(t, channel.target_options(t.owner, t.table), channel.gold_column_mapping))
     profile = {
         "lakestreams": {
             "target": "local",

@@ -530,6 +530,10 @@ class Channel:
     #: INCLUDE/EXCLUDE, DDLSUBST, DDLERROR. None: every DDL record is read as captured.
     ddl_processing: Any = None
     source_path: Path | None = None
+    #: Gold tables with Delta column mapping and type widening (renames, drops and widening
+    #: in place). False (``gold: {column_mapping: false}``): gold stays on the basic Delta
+    #: protocol (reader 1, writer 2) for other readers; such changes rewrite the table.
+    gold_column_mapping: bool = True
 
     def adapt_actions(self) -> tuple:
         from silver.adaptddl import AdaptDdl
@@ -740,6 +744,7 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
             "transformation_modules": [],
             "adapt_ddl": None,
             "ddl_processing": None,
+            "gold": {},
         },
     )
     name = check_identifier(d["name"], "channel.name")
@@ -890,6 +895,8 @@ def channel_from_dict(data: Any, base_dir: Path, source_path: Path | None = None
         dml_handlers=dml_handlers,
         types=types,
         source_path=source_path,
+        gold_column_mapping=_bool(_take(d["gold"], "gold", {"column_mapping": True})["column_mapping"],
+                                  "gold.column_mapping"),
     )
     check_rules(channel)
     return channel

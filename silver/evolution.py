@@ -319,16 +319,44 @@ def _q(name: str) -> str:
     return f"`{name}`"
 
 
-def structure_scn(spark: SparkSession, table: str) -> int:
-    """The revision SCN a Delta table's structure follows (-1: not recorded)."""
+def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
     # A table's properties (a dozen rows of metadata), not its data.
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    value = props.get(STRUCTURE_PROPERTY)
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
+def structure_scn(spark: SparkSession, table: str, props: dict[str, str] | None = None) -> int:
+    """The revision SCN a Delta table's structure follows (-1: not recorded)."""
+    value = (props if props is not None else table_properties(spark, table)).get(STRUCTURE_PROPERTY)
     return int(value) if value is not None and value.lstrip("-").isdigit() else -1
 
 
 def mark_structure(spark: SparkSession, table: str, scn: int) -> None:
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{STRUCTURE_PROPERTY}' = '{int(scn)}')")
+
+
+def _rewrite_basic(spark: SparkSession, table: str, changes: ColumnChanges, app_id: str, last: int) -> ColumnChanges:
+    """``changes`` on a table without column mapping: new columns by ALTER, then one
+    rewrite that renames, drops and converts (a value that does not convert stops it)."""
+    if any(c.type.spark == "TIMESTAMP_NTZ" for c in changes.added) or any(
+            t == "TIMESTAMP_NTZ" for _, t in changes.widened + changes.rewritten):
+        allow_timestamp_ntz(spark, table)
+    for statement in alter_statements(table, ColumnChanges(added=changes.added)):
+        spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
+        kill_point("ddl.alter")
+    current = spark.table(table.replace("`", ""))
+    new_name = dict(changes.renames)
+    named = current.select(*[F.col(f"`{f.name}`").alias(new_name.get(f.name, f.name)) for f in current.schema.fields
+                             if new_name.get(f.name, f.name) not in changes.dropped])
+    if changes.rewritten and named.where(unconverted(named.schema, changes, ())).limit(1).count():  # 0 or 1
+        what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
+        raise DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
+    types = dict(changes.widened + changes.rewritten)
+    cols = [F.col(_q(f.name)).cast(types[f.name]).alias(f.name) if f.name in types else F.col(f"`{f.name}`")
+            for f in named.schema.fields]
+    # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
+    overwrite(named.select(*cols), table, f"{app_id}.rewrite", last)
+    mark_structure(spark, table, last)
+    return replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
 
 
 def alter_statements(table: str, changes: ColumnChanges, fields: tuple[str, ...] = ("",)) -> list[str]:
@@ -408,11 +436,16 @@ def follow_structure(
     and (``drop``) columns ``wanted`` lacks are dropped. ``struct_fields``: the structs
     holding the value columns (a change table's ``_old``/``_new``), else top-level columns
     not starting with ``_``. The table records the revision it follows, so a re-run (or a
-    table that follows already) changes nothing. Metadata work but for a rewrite."""
+    table that follows already) changes nothing. Metadata work but for a rewrite.
+
+    A table on the basic Delta protocol (no column mapping: a channel's gold with
+    ``gold.column_mapping: false``) takes new columns in place; renames, drops and
+    widening rewrite it, together with any other type change."""
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
-    since = structure_scn(spark, table)
+    props = table_properties(spark, table)
+    since = structure_scn(spark, table, props)
     if since >= last:
         return ColumnChanges()
     schema = spark.table(table.replace("`", "")).schema
@@ -421,6 +454,9 @@ def follow_structure(
     # _new statement of a rename left the two structs apart, and its re-run makes the rest.
     per_struct = {f: column_changes(value_types(schema, f), wanted, renames, drop) for f in (struct_fields or (None,))}
     changes = per_struct[struct_fields[-1] if struct_fields else None]
+    if not struct_fields and props.get("delta.columnMapping.mode", "none") == "none" and (
+            changes.renames or changes.dropped or changes.widened):
+        return _rewrite_basic(spark, table, changes, app_id, last)
     if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
             t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
         allow_timestamp_ntz(spark, table)

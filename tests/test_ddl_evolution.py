@@ -264,6 +264,36 @@ def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved
     assert set(queue(spark, evolved.channel)) == {"ADDED.t2"}
 
 
+def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spark, tmp_path):
+    ch = make_channel(tmp_path, gold={"column_mapping": False})
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL.replace("code NUMBER(5),", "code NUMBER(5), note VARCHAR2(5),"), "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7, "NOTE": "n"}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *upd("t2", 200, 1, {"ID": 1, "CODE": 8}),
+        *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
+        *ddl("d3", 220, "ALTER TABLE hr.emp DROP COLUMN note"),
+        *ddl("d4", 230, "ALTER TABLE hr.emp MODIFY (code NUMBER(12))"),
+        *ddl("d5", 240, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+        *ins("t3", 250, {"ID": 2, "FULL_NAME": "bob", "CODE": 123456789012, "EMAIL": "bob@x"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["CODE", "EMAIL", "FULL_NAME", "ID"],
+                               "rows": {(8, None, "ann", 1), (123456789012, "bob@x", "bob", 2)}}
+    assert gold_type(spark, ch, "CODE") == "bigint"
+    table = ch.storage.table("gold", "hr__emp").replace("`", "")
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+    # Readers that know only Delta's first protocol read it: no column mapping, no widening.
+    assert (detail["minReaderVersion"], detail["minWriterVersion"]) == (1, 2)
+    assert "delta.columnMapping.mode" not in detail["properties"]
+    ops = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {table}").collect()]
+    assert "CREATE OR REPLACE TABLE AS SELECT" in ops or "WRITE" in ops, ops  # the rewrite
+    # Silver keeps column mapping: its change table renamed in place and kept NOTE.
+    assert {"FULL_NAME", "NOTE", "EMAIL"} <= set(change_fields(spark, ch))
+
+
 @pytest.mark.extended  # covered in the core: test_adaptddl decides KeepExistingStructure; the DROP COLUMN path runs in the core
 def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
     ch = make_channel(tmp_path, adapt_ddl=[{"keep_existing_structure": True}])

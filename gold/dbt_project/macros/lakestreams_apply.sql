@@ -30,7 +30,7 @@
         _source_database string, _transaction_id string, _commit_scn bigint, _commit_time timestamp
         {%- if soft_delete %}, _is_deleted boolean{% endif %}
       ) using delta
-      tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+      {{ lakestreams_gold_properties() }}
     {% endcall %}
   {% endif %}
   {%- set truncating = this.identifier in fromjson(env_var('LAKESTREAMS_TRUNCATING', '[]')) -%}
@@ -109,7 +109,7 @@
         _op string, _columns array<string>, _source_database string, _transaction_id string,
         _commit_scn bigint, _commit_time timestamp, _position bigint, _plan_id bigint
       ) using delta
-      tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+      {{ lakestreams_gold_properties() }}
     {% endcall %}
   {% endif %}
   {% set body %}
@@ -240,7 +240,7 @@
         _valid_from_scn bigint, _valid_from_time timestamp, _valid_to_scn bigint, _valid_to_time timestamp,
         _is_current boolean, _op string, _source_database string, _transaction_id string, _plan_id bigint
       ) using delta
-      tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+      {{ lakestreams_gold_properties() }}
     {% endcall %}
   {% endif %}
   {% if truncating %}
@@ -371,4 +371,14 @@
   ) s
   on {{ lakestreams_key_match('t', 's', keys) }}
   when matched then {% if soft_delete %}update set t._is_deleted = true{% else %}delete{% endif %}
+{%- endmacro %}
+
+
+{#- Gold tables' properties: column mapping and type widening (renames, drops, widening in
+    place), unless the channel keeps gold on the basic Delta protocol (gold.column_mapping:
+    false), where such changes rewrite the table. -#}
+{% macro lakestreams_gold_properties() -%}
+  {%- if config.get('column_mapping', true) -%}
+    tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+  {%- endif -%}
 {%- endmacro %}
