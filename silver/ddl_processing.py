@@ -23,13 +23,20 @@ from silver.ddl import DdlStatement, Physical, RenameTable, parse_ddl
 from silver.evolution import DdlReading, action_for
 from silver.goldengate import (
     DDL,
+    DdlAbend,
     DdlExecutionError,
+    DdlFailure,
     DdlRecord,
     GgDdlConfig,
     ObjectName,
     TargetDdl,
     process,
 )
+
+#: The code of an AdaptDDL FAIL decision, for DDLERROR rules (``DDLERROR FAIL IGNORE``).
+FAIL = "FAIL"
+FAIL_HINT = ("AdaptDDL fails the integration: change the channel's adapt_ddl (or add a DDLERROR rule for "
+             "FAIL) and run again")
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,16 @@ def process_ddl(
     number_policy: str = "decimal",
 ) -> Processed:
     """``reading`` (``read_ddl`` of the record as captured) through ``config``'s steps.
-    Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND."""
+    Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND.
+
+    An AdaptDDL FAIL (the channel's last table dropped, OnEnrollBreak or
+    OnAddColumnWithDefault FAIL_INTEG_JOB) is a failure of the target's statement, code
+    FAIL: without DDL processing it stops the silver batch, as HVR's job fails; with it,
+    DDLERROR rules decide (ABEND by default, IGNORE or DISCARD by a rule)."""
     if config is None:
+        if reading.decision == "FAIL":
+            raise DdlAbend(f"{FAIL}: {reading.reason}; {FAIL_HINT}", DdlFailure(FAIL, reading.reason),
+                           DdlRecord(text, tag or None, owner))
         return Processed(reading)
 
     # Read once for every target; a record read_ddl could not read is an ERROR reading.
@@ -68,6 +83,8 @@ def process_ddl(
     def execute(target: TargetDdl) -> None:
         if source is None:
             raise DdlExecutionError(reading.code or DDL, reading.reason)
+        if reading.decision == "FAIL":
+            raise DdlExecutionError(FAIL, f"{reading.reason}; {FAIL_HINT}")
         stmt = target.statement
         if stmt is not None and stmt.name is not None and target.name is not None:
             # _change leaves names out (a MAP changes them): the name must still be the target's.

@@ -307,9 +307,10 @@ def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
     assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(None, 2, "bob"), (7, 1, "ann")}}
 
 
-@pytest.mark.extended  # covered in the core: test_adaptddl decides DROP TABLE (FAIL for a channel's last table) and CREATE TABLE of a known table (REFRESH); the shared channel refreshes a target
+@pytest.mark.extended  # covered in the core: test_adaptddl decides DROP TABLE and CREATE TABLE of a known table (REFRESH); the shared channel drops and creates a table again
 def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
-    ch = make_channel(tmp_path)
+    # A second table: AdaptDDL never drops a channel's last table (a FAIL stops the batch).
+    ch = make_channel(tmp_path, tables=[{"source_database": SRC, "ddl": "CREATE TABLE hr.other (id NUMBER(4) PRIMARY KEY)"}])
     write_lines(ch, "src", "f1.jsonl", [
         *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
         *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
@@ -328,8 +329,7 @@ def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
     assert g["columns"] == ["CODE", "HIRED", "ID", "NAME"]
     assert [r[2] for r in g["rows"]] == [3]  # one row: the table created again is empty
     assert "was dropped at SCN 300" in queue(spark, ch)["t3"]
-    # The channel's only table: AdaptDDL never drops the last table of a channel.
-    assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "FAIL"), ("CREATE TABLE", "REFRESH")]
+    assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "DROP"), ("CREATE TABLE", "REFRESH")]
 
 
 @pytest.mark.extended  # covered in the core: the core truncates a table in a batch with its rows

@@ -96,6 +96,30 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
         process_ddl(reading, text, None, "HR", parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'"))
 
 
+def test_an_adaptddl_fail_stops_the_batch_unless_a_ddlerror_rule_says_otherwise():
+    history: dict = {}
+    created = read_ddl(history, EMP_DDL, 100, "HR", (AdaptDdl(),))
+    history[("HR", "EMP")] = [rev for _, rev in created.revisions]
+    text = "DROP TABLE hr.emp"
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
+    assert reading.decision == "FAIL"  # the channel's last table
+    # Without DDL processing the job fails, as HVR's does: the batch stops and says why.
+    with pytest.raises(DdlAbend, match="FAIL: DROP TABLE of the channel's last table.*change the channel's adapt_ddl"):
+        process_ddl(reading, text, None, "HR", None)
+    # With it, the failure is DDLERROR's to decide: ABEND without a rule, IGNORE or DISCARD by one.
+    with pytest.raises(DdlAbend, match="no DDLERROR rule"):
+        process_ddl(reading, text, None, "HR", parse_params("DDL INCLUDE ALL"))
+    ignored = process_ddl(reading, text, None, "HR", parse_params("DDLERROR FAIL IGNORE"))
+    assert ignored.outcome == "IGNORED_ERROR" and ignored.reading.decision == "IGNORE"
+    # The source dictionary still takes the DROP; the target keeps the table.
+    assert [r.status for _, r in ignored.reading.revisions] == ["DROPPED"]
+    discarded = process_ddl(reading, text, None, "HR", parse_params("DDLERROR DEFAULT DISCARD"))
+    assert discarded.outcome == "DISCARDED" and "FAIL" in discarded.discard
+    # A decision other than FAIL is not an error.
+    other = read_ddl(history, text, 110, "HR", (AdaptDdl(on_drop_table="KEEP"),))
+    assert process_ddl(other, text, None, "HR", None).reading.decision == "IGNORE"
+
+
 # -- the pipeline ------------------------------------------------------------------------------------
 @pytest.mark.extended  # covered in the core: test_goldengate and the tests above decide every DDLERROR action, name rule and substitution; every DDL of test_ddl_evolution goes through the same processing step in the pipeline
 def test_ddl_processing_in_the_pipeline_under_each_ddlerror_action(spark, tmp_path, capsys):
