@@ -332,6 +332,28 @@ def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
     assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "DROP"), ("CREATE TABLE", "REFRESH")]
 
 
+@pytest.mark.extended  # covered in the core: test_ddl_processing maps a FAIL to a stopped batch; the run again after a stop is the fault suite's
+def test_an_adaptddl_fail_stops_silver_until_the_channel_is_changed(spark, tmp_path):
+    import dataclasses
+
+    from silver.adaptddl import AdaptDdl
+    from silver.goldengate import DdlAbend
+
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 200, "DROP TABLE hr.emp", "DROP TABLE"),
+    ])
+    with pytest.raises(DdlAbend, match=r"stops silver batch 1: FAIL: DROP TABLE of the channel's last table"):
+        run_pipeline(spark, ch, ("bronze", "silver"))
+    # The channel keeps a dropped table (OnDropTable=KEEP): the same batch goes through.
+    kept = dataclasses.replace(ch, adapt_ddl=(AdaptDdl(on_drop_table="KEEP"),))
+    run_pipeline(spark, kept)
+    assert gold(spark, kept)["rows"] == {(7, 1, "ann")}
+    assert ddl_log(spark, kept)[-1] == (200, "DROP TABLE", "IGNORE")
+
+
 @pytest.mark.extended  # covered in the core: the core truncates a table in a batch with its rows
 def test_truncate_table_alone_in_a_batch_empties_gold(spark, tmp_path):
     ch = make_channel(tmp_path)
