@@ -78,6 +78,13 @@ def test_the_wheel_carries_the_dbt_project_and_the_entry_point(wheel):
     # The jobs' python_wheel_task: package lakestreams, entry point lakestreams.
     assert "lakestreams = lakestreams.cli:main" in entry_points
     assert not any("__pycache__" in n or n.startswith(("tests/", "bench/", "notebooks/")) for n in names)
+    # A job's environment installs the wheel with its dependencies: Spark and Delta are the
+    # runtime's there, so the wheel asks for them only with the `local` extra.
+    meta = zipfile.ZipFile(wheel).read("lakestreams-0.1.0.dist-info/METADATA").decode()
+    requires = [line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")]
+    platform = [r for r in requires if r.lower().startswith(("pyspark", "delta-spark", "dbt-spark[session]"))]
+    assert platform and all('extra == "local"' in r for r in platform), requires
+    assert any(r.startswith("dbt-core") and "extra" not in r for r in requires), requires
 
 
 def test_the_installed_wheel_is_what_runs(installed, tmp_path):
