@@ -231,7 +231,7 @@ def _use_catalog(spark: SparkSession, channel: Channel) -> None:
     if channel.storage.catalog:
         # dbt-spark refuses three-part names: the catalog is the session's. The catalog name
         # was checked as an identifier when the channel was loaded.
-        spark.sql(f"USE CATALOG `{channel.storage.catalog}`")
+        spark.catalog.setCurrentCatalog(channel.storage.catalog)
 
 
 def generate_docs(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan]) -> Path:

@@ -144,7 +144,7 @@ def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
     """
     # Catalog and schema prefix are identifiers checked when the channel was loaded.
     if storage.catalog:
-        spark.sql(f"USE CATALOG `{storage.catalog}`")
+        spark.catalog.setCurrentCatalog(storage.catalog)
     for layer in LAYERS:
         schema = storage.schema_name(layer)
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")

@@ -22,7 +22,9 @@ EXPECTED_COUNTS = {"records": 1002, "pending_transactions": 1}
 
 HR_CHANNEL = {
     "name": "hr",
-    "storage": {"schema": "hr_test"},
+    # Three-part names, as on Unity Catalog: the local session's catalog is spark_catalog
+    # (dbt runs with it as the session's current catalog: dbt-spark refuses three-part names).
+    "storage": {"schema": "hr_test", "catalog": "spark_catalog"},
     "landing": [
         {"name": "dbs1", "path": "landing/dbs1", "transactions": "commit_records"},
         {"name": "dbs2", "path": "landing/dbs2", "transactions": "whole_file"},
