@@ -100,13 +100,18 @@ def process_ddl(
     if out.kind == "APPLIED":
         return Processed(reading, out.scope, out.kind, out.texts)
     why = f"GoldenGate {out.kind}: {out.reason or 'no target'}"
-    # The source dictionary still takes the record; the target keeps its structure (a new
-    # table still gets its first structure: its rows are replicated by the rules).
+    return Processed(not_followed(reading, why), out.scope, out.kind, (), why if out.kind == "DISCARDED" else None)
+
+
+def not_followed(reading: DdlReading, why: str) -> DdlReading:
+    """``reading`` for a record the target does not follow (``why``: GoldenGate did not
+    apply it, or the apply rules discarded it). The source dictionary still takes it; the
+    target keeps its structure and rows (a new table still gets its first structure: its
+    rows are replicated by the rules)."""
     first = reading.statement == "CREATE TABLE" and reading.truncates is None
     revisions = tuple((k, rev if first else replace(rev, decision="IGNORE")) for k, rev in reading.revisions)
-    taken = replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
-                    truncates=None)
-    return Processed(taken, out.scope, out.kind, (), why if out.kind == "DISCARDED" else None)
+    return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
+                   truncates=None)
 
 
 def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:

@@ -26,7 +26,7 @@ from lakestreams.faults import kill_point
 from lakestreams.timing import step
 from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
 from silver.condition import is_control_record, is_ddl_lcr
-from silver.ddl_processing import process_ddl, target_names
+from silver.ddl_processing import Processed, not_followed, process_ddl, target_names
 from silver.dictionary import (
     DDL_LOG_DDL,
     DICTIONARY_DDL,
@@ -340,7 +340,7 @@ def _dictionary_step(
     revisions and the (source database, owner, table) whose rows a record removed."""
     rows = ddl.select(
         "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
-        "object_owner", "object_name", "ddl_text", "current_schema", "commit_time", "tag", "raw",
+        "object_owner", "object_name", "ddl_text", "current_schema", "commit_time", "tag", "raw", "_discard",
     ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()  # DDL records: metadata
     revisions = load_revisions(spark, channel, before_batch=batch)
     actions, policy = channel.adapt_actions(), channel.types.number_without_precision
@@ -351,7 +351,12 @@ def _dictionary_step(
         owner = r["object_owner"] or r["current_schema"]
         read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy)
         try:
-            done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy)
+            if r["_discard"] is not None:
+                # The apply rules discard this DDL LCR: the target does not take it (the
+                # source dictionary does), and no DDL processing sees it.
+                done = Processed(not_followed(read, f"discarded by the rules: {r['_discard']}"))
+            else:
+                done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy)
         except DdlAbend as e:
             raise DdlAbend(f"DDL record of transaction {r['transaction_id']} from {src} at SCN {scn} "
                            f"stops silver batch {batch}: {e}", e.failure, e.record) from e

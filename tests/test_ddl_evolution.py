@@ -105,6 +105,11 @@ ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED, REMADE = (
 #: stay in the target, and a table created again keeps its old rows there (KeepOldRows).
 GONE = Scenario("GONE", "SALES")
 ADAPT_DDL = [{"capture_schema": "SALES", "on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}, {"keep_old_rows": True}]
+#: The apply takes every table's rows and DDL, but a negative rule discards HR.RULED's DDL:
+#: its target keeps its structure (its source dictionary does not).
+RULED = Scenario("RULED")
+APPLY = {"rules": [{"schema": "hr", "include_ddl": True}, {"schema": "sales", "include_ddl": True},
+                   {"table": "hr.ruled", "include_dml": False, "include_ddl": True, "inclusion_rule": False}]}
 
 FIRST_LANDING = [
     *ADDED.created(),
@@ -120,7 +125,7 @@ FIRST_LANDING = [
          "TRUNCATED_V"),
     *TRUNCATED.ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
     *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(), *REMADE.created(),
-    *GONE.created(),
+    *GONE.created(), *RULED.created(),
 ]
 SECOND_LANDING = [
     *RENAMED.upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
@@ -140,6 +145,8 @@ SECOND_LANDING = [
     *REMADE.ddl("d3", 210, "CREATE TABLE hr.emp (id NUMBER(4) PRIMARY KEY, name VARCHAR2(10), code NUMBER(5), "
                            "hired DATE)", "CREATE TABLE"),
     *REMADE.ins("t2", 220, {"ID": 2, "NAME": "bob", "HIRED": "2024-05-01T00:00:00"}),
+    *RULED.ddl("d2", 200, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+    *RULED.ins("t2", 210, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
 ]
 
 
@@ -155,7 +162,7 @@ class Evolved:
 
 @pytest.fixture(scope="module")
 def evolved(spark, tmp_path_factory) -> Evolved:
-    ch = make_channel(tmp_path_factory.mktemp("evolution"), adapt_ddl=ADAPT_DDL)
+    ch = make_channel(tmp_path_factory.mktemp("evolution"), adapt_ddl=ADAPT_DDL, apply=APPLY)
     write_lines(ch, "src", "f1.jsonl", FIRST_LANDING)
     run_pipeline(spark, ch)
     widened = ch.storage.table("gold", WIDENED.gold_table).replace("`", "")
@@ -258,6 +265,20 @@ def test_a_table_dropped_with_its_target_leaves_gold_and_one_created_again_keeps
         "rows": {(7, None, 1, "ann"), (None, datetime(2024, 5, 1), 2, "bob")},
     }
     assert ddl_log(spark, ch, REMADE.name)[1:] == [(200, "DROP TABLE", "DROP"), (210, "CREATE TABLE", "REFRESH")]
+
+
+def test_ddl_the_apply_rules_discard_changes_the_source_dictionary_only(spark, evolved):
+    ch = evolved.channel
+    # HVR's way with a column the target does not take: its values are not replicated.
+    assert gold(spark, ch, RULED.gold_table) == {"columns": ["CODE", "ID", "NAME"],
+                                                 "rows": {(7, 1, "ann"), (None, 2, "bob")}}
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).where("object_name = 'RULED'")
+    last = log.orderBy("commit_scn").collect()[-1]
+    assert (last["commit_scn"], last["decision"]) == (200, "IGNORE")
+    assert last["reason"].startswith("discarded by the rules: ") and "HR.RULED" in last["outcome"], last
+    # The source dictionary took it: its revision at SCN 200 has EMAIL.
+    dictionary = spark.table(ch.storage.table("silver", "dictionary").replace("`", ""))
+    assert dictionary.where("table_name = 'RULED' AND revision_scn = 200").count() == 1
 
 
 def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):

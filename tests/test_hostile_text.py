@@ -556,7 +556,9 @@ def test_no_table_but_the_intended_one_is_read_or_changed(spark, tmp_path):
     """Bystander tables stand where a redirected HR.SECRETS would land (its gold table and
     its change table), their data files moved away so that any read fails the run. Running
     as root, a chmod would not stop a read: moving the files does."""
-    ch = make_channel(tmp_path, apply={"rules": [{"table": "hr.regions", "and_condition": AND_CONDITION}]},
+    # The table's DDL LCRs are the apply's too (a rule of their own: the and_condition reads row values).
+    ch = make_channel(tmp_path, apply={"rules": [{"table": "hr.regions", "and_condition": AND_CONDITION},
+                                                 {"table": "hr.regions", "include_dml": False, "include_ddl": True}]},
                       ddl_processing={"params": PARAMS})
     ensure_schemas(spark, ch.storage)
     names = [ch.storage.table(layer, name) for layer, name in BYSTANDERS]
