@@ -74,10 +74,14 @@ def test_names_rule_renames_then_map_then_integrate_schema(tmp_path):
     assert target_names(ch, "SALES", "HR", "EMPLOYEES") == [("HR_COPY", "EMPLOYEES")]
 
 
+def emp_created() -> dict:
+    """The revisions of a source whose one table, HR.EMP, was created at SCN 100."""
+    created = read_ddl({}, EMP_DDL, 100, "HR", (AdaptDdl(),))
+    return {("HR", "EMP"): [rev for _, rev in created.revisions]}
+
+
 def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
-    history: dict = {}
-    created = read_ddl(history, EMP_DDL, 100, "HR", (AdaptDdl(),))
-    history[("HR", "EMP")] = [rev for _, rev in created.revisions]
+    history = emp_created()
     text = "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"
     reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
     same = parse_params("DDLSUBST 'hr' WITH 'hr'\nDDLERROR DEFAULT DISCARD")
@@ -97,9 +101,7 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
 
 
 def test_an_adaptddl_fail_stops_the_batch_unless_a_ddlerror_rule_says_otherwise():
-    history: dict = {}
-    created = read_ddl(history, EMP_DDL, 100, "HR", (AdaptDdl(),))
-    history[("HR", "EMP")] = [rev for _, rev in created.revisions]
+    history = emp_created()
     text = "DROP TABLE hr.emp"
     reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
     assert reading.decision == "FAIL"  # the channel's last table
