@@ -1015,16 +1015,20 @@ def key_lines(text: str) -> dict[str, int]:
     1) where its key, or its list item, starts. A key written twice in one mapping, which
     YAML loaders silently resolve to the last value, is refused with both lines."""
     out: dict[str, int] = {}
+    walked: set[int] = set()
 
     def walk(node: yaml.Node, path: str) -> None:
+        if id(node) in walked:  # an alias: its node was walked where its anchor stands
+            return
+        walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
+            seen: dict[tuple[str, str], int] = {}
             for key, value in node.value:
                 name, line = str(key.value), key.start_mark.line + 1
-                if name in seen:
+                if (key.tag, name) in seen:  # 1 and '1' are two keys
                     raise ConfigError(f"line {line}: key {name!r} is given twice in one mapping "
-                                      f"(first at line {seen[name]}); YAML would keep only the last")
-                seen[name] = line
+                                      f"(first at line {seen[key.tag, name]}); YAML would keep only the last")
+                seen[key.tag, name] = line
                 sub = f"{path}.{name}" if path else name
                 out[sub] = line
                 walk(value, sub)
@@ -1049,6 +1053,7 @@ def error_line(message: str, lines: dict[str, int]) -> int | None:
         parts.append(m.group())
         rest = rest[m.end() + 2:]
     path = ".".join(parts)
+    top = path == "channel" or path.startswith("channel.")
     path = path.removeprefix("channel").lstrip(".")
     if unknown := _UNKNOWN_KEY.match(rest):
         path = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
@@ -1057,4 +1062,6 @@ def error_line(message: str, lines: dict[str, int]) -> int | None:
             return lines[path]
         cut = max(path.rfind("."), path.rfind("["))
         path = path[:cut] if cut > 0 else ""
-    return lines.get("")
+    # Only a message about the file's top level is placed at its first line; one that names
+    # no key of the file (a table, a DDLERROR rule) gets no line rather than a wrong one.
+    return lines.get("") if top else None

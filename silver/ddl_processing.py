@@ -108,8 +108,7 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
     apply it, or the apply rules discarded it). The source dictionary still takes it; the
     target keeps its structure and rows (a new table still gets its first structure: its
     rows are replicated by the rules)."""
-    first = reading.statement == "CREATE TABLE" and reading.truncates is None
-    revisions = tuple((k, rev if first else replace(rev, decision="IGNORE")) for k, rev in reading.revisions)
+    revisions = tuple((k, rev if reading.new_table else replace(rev, decision="IGNORE")) for k, rev in reading.revisions)
     return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
                    truncates=None)
 

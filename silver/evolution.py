@@ -16,6 +16,7 @@ table. All pure but ``follow_structure``, which runs the few DDL statements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 
@@ -64,6 +65,7 @@ class DdlReading:
     revisions: tuple[tuple[tuple[str, str], Revision], ...] = ()  # ((owner, table), revision)
     truncates: tuple[str, str] | None = None  # the table whose rows it removes, if any
     code: str | None = None  # an ERROR's code: Oracle's error number, PARSE, or DDL
+    new_table: bool = False  # a CREATE TABLE of a table the dictionary never held (or declared only)
 
 
 def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
@@ -82,11 +84,13 @@ def _latest(history: dict, key: tuple[str, str]) -> Revision | None:
 
 def read_ddl(
     history: dict[tuple[str, str], list[Revision]], text: str, scn: int, default_owner: str | None,
-    actions: tuple[AdaptDdl, ...], number_policy: str = "decimal",
+    actions: tuple[AdaptDdl, ...], number_policy: str = "decimal", elsewhere: bool = False,
 ) -> DdlReading:
     """One DDL record of one source database against its tables' revisions (``history``,
     (owner, table) → revisions by SCN; not modified). A record that cannot be read, or
-    that names a table the dictionary does not hold, is an ERROR reading with the reason."""
+    that names a table the dictionary does not hold, is an ERROR reading with the reason.
+    ``elsewhere``: the channel holds tables of other source databases too (so this one's
+    last table is not the channel's)."""
     try:
         stmt = parse_ddl(text, number_policy)
     except DdlError as e:
@@ -102,7 +106,7 @@ def read_ddl(
     live = before if before is not None and before.status == "TABLE" else None
     live_tables = [k for k, revs in history.items() if revs and revs[-1].status == "TABLE"]
     action = action_for(actions, owner)
-    last = live is not None and live_tables == [key]
+    last = live is not None and live_tables == [key] and not elsewhere
 
     def decide(s: DdlStatement, prior: Revision | None, in_channel: bool) -> Decision:
         added = table_to_add(actions, owner, s.name, owner) if s.name else None
@@ -127,7 +131,7 @@ def read_ddl(
         # kept none).
         empties = before is not None and not (action and action.keep_old_rows and before.decision != DROPS_TARGET)
         why = _why(d) + ("; the target keeps its old rows (KeepOldRows)" if before is not None and not empties else "")
-        return DdlReading(stmt.kind, d.target, why, ((key, rev),), key if empties else None)
+        return DdlReading(stmt.kind, d.target, why, ((key, rev),), key if empties else None, new_table=before is None)
     if stmt.kind == "CREATE TABLE AS SELECT":
         return DdlReading(stmt.kind, "ERROR", f"CREATE TABLE {owner}.{stmt.name} AS SELECT does not state its columns: "
                           "land its CREATE TABLE form or declare it in the channel file's tables", code="DDL")
@@ -344,9 +348,9 @@ def _rewrite_basic(spark: SparkSession, table: str, changes: ColumnChanges, app_
         spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
         kill_point("ddl.alter")
     current = spark.table(table.replace("`", ""))
-    new_name = dict(changes.renames)
-    named = current.select(*[F.col(f"`{f.name}`").alias(new_name.get(f.name, f.name)) for f in current.schema.fields
-                             if new_name.get(f.name, f.name) not in changes.dropped])
+    new_name = {f.name: renamed_through(changes.renames, f.name) for f in current.schema.fields}
+    named = current.select(*[F.col(f"`{f.name}`").alias(new_name[f.name]) for f in current.schema.fields
+                             if new_name[f.name] not in changes.dropped])
     if changes.rewritten and named.where(unconverted(named.schema, changes, ())).limit(1).count():  # 0 or 1
         what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
         raise DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
@@ -417,6 +421,19 @@ def renames_since(revisions: list[Revision], scn: int) -> list[tuple[str, str]]:
     return [(old, new) for r in revisions if r.scn > scn for new, old in r.renames]
 
 
+def renamed_through(renames: Sequence[tuple[str, str]], name: str) -> str:
+    """``name`` after ``renames`` ((old, new), in order): A→B then B→C makes A C; a swap
+    through a third name swaps.
+
+    >>> renamed_through([("A", "T"), ("B", "A"), ("T", "B")], "A"), renamed_through([("A", "B"), ("B", "C")], "A")
+    ('B', 'C')
+    """
+    for old, new in renames:
+        if name == old:
+            name = new
+    return name
+
+
 def renamed_names(names: Column, renames: list[tuple[str, str]]) -> Column:
     """A presence list (sorted names) with ``renames`` ((old, new), in order) applied."""
     def one(x: Column) -> Column:
@@ -449,7 +466,10 @@ def follow_structure(
     if since >= last:
         return ColumnChanges()
     schema = spark.table(table.replace("`", "")).schema
-    renames = renames_since(revisions, since)
+    # A table made after the source table was dropped (and created again) never had the
+    # names of its earlier life: their renames are not its own.
+    dropped = [i for i, r in enumerate(revisions) if r.status == "DROPPED"]
+    renames = renames_since(revisions[dropped[-1] + 1:] if dropped else revisions, since)
     # Worked out per struct from the table as it is: a run killed between the _old and the
     # _new statement of a rename left the two structs apart, and its re-run makes the rest.
     per_struct = {f: column_changes(value_types(schema, f), wanted, renames, drop) for f in (struct_fields or (None,))}

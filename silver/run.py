@@ -348,8 +348,10 @@ def _dictionary_step(
     for r in rows:
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
+        # A channel's last table is the channel's, not one source database's.
+        elsewhere = any(s != src and revs[-1].status == "TABLE" for (s, _, _), revs in revisions.items())
         owner = r["object_owner"] or r["current_schema"]
-        read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy)
+        read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy, elsewhere)
         try:
             if r["_discard"] is not None:
                 # The apply rules discard this DDL LCR: the target does not take it (the

@@ -51,6 +51,11 @@ def test_bad_channel_is_refused_with_the_key(tmp_path, change, message):
         # YAML keeps the last of two equal keys without a word: refused, both lines named.
         ("name: c\nlanding: [{name: a, path: x}]\nstorage:\n  schema: s\n  schema: t\n",
          "c.yml, line 5: key 'schema' is given twice in one mapping (first at line 4)"),
+        # An alias is not walked again (a recursive one would never end); the error is placed.
+        ("name: c\nx: &a [1, *a]\nlanding: [{name: a, path: x}]\n", "c.yml, line 2: channel: unknown key 'x'"),
+        # An error naming no key of the file gets no line rather than a wrong one.
+        ("name: c\nlanding: [{name: a, path: x}]\ncapture: {name: same}\napply: {name: same}\n",
+         "c.yml: capture and apply clients share the name"),
     ],
 )
 def test_load_channel_names_the_file_line_and_key(tmp_path, text, message):

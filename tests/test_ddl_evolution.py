@@ -294,7 +294,8 @@ def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spar
     run_pipeline(spark, ch)
     write_lines(ch, "src", "f2.jsonl", [
         *upd("t2", 200, 1, {"ID": 1, "CODE": 8}),
-        *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
+        *ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO nm"),
+        *ddl("d2b", 215, "ALTER TABLE hr.emp RENAME COLUMN nm TO full_name"),  # one rewrite: both renames
         *ddl("d3", 220, "ALTER TABLE hr.emp DROP COLUMN note"),
         *ddl("d4", 230, "ALTER TABLE hr.emp MODIFY (code NUMBER(12))"),
         *ddl("d5", 240, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
@@ -408,3 +409,23 @@ def test_a_rename_half_made_by_a_killed_run_is_finished_by_the_next(spark, tmp_p
     schema = spark.table(table.replace("`", "")).schema
     assert [[f.name for f in schema[s].dataType.fields] for s in ("_old", "_new")] == [["ID", "FULL_NAME", "CODE"]] * 2
     assert structure_scn(spark, table) == 210
+
+
+def test_a_table_made_after_its_source_was_dropped_takes_no_rename_of_its_earlier_life(spark, tmp_path):
+    """HR.EMP renamed NAME to FULL_NAME, was dropped with its target, and was created again
+    with NAME: the gold table dbt made for it has NAME, and keeps it (and its values)."""
+    from lakestreams.spark import ensure_schemas
+    from silver.dictionary import parse_create_table
+    from silver.evolution import DROPS_TARGET, Revision, follow_structure
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    first = parse_create_table(EMP_DDL)
+    renamed = parse_create_table(EMP_DDL.replace("name VARCHAR2(10)", "full_name VARCHAR2(10)"))
+    revs = [Revision(100, first), Revision(150, renamed, renames=(("FULL_NAME", "NAME"),)),
+            Revision(200, renamed, status="DROPPED", decision=DROPS_TARGET), Revision(210, first, decision="REFRESH")]
+    table = ch.storage.table("gold", "hr__emp")
+    spark.createDataFrame([(3, "cy", 1)], "ID INT, NAME STRING, CODE INT").write.format("delta").saveAsTable(
+        table.replace("`", ""))  # as dbt made it, without a structure mark
+    assert not follow_structure(spark, table, first, revs, "gold.hr__emp", (), drop=True)
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(1, 3, "cy")}}

@@ -380,5 +380,8 @@
 {% macro lakestreams_gold_properties() -%}
   {%- if config.get('column_mapping', true) -%}
     tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+  {%- else -%}
+    {#- Where deletion vectors are on by default (Databricks), they too would raise the protocol. -#}
+    tblproperties ('delta.enableDeletionVectors' = 'false')
   {%- endif -%}
 {%- endmacro %}
