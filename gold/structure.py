@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from gold.plan import TargetPlan, history_tables
 from lakestreams.config import Channel
+from lakestreams.delta_io import drop_table
 from lakestreams.timing import step
 from silver.evolution import DROPS_TARGET, ColumnChanges, Revision, follow_structure
 from silver.run import load_revisions
@@ -67,13 +68,12 @@ def dropped_targets(revisions: dict[tuple[str, str, str], list[Revision]], targe
 
 
 def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[TargetPlan]) -> list[str]:
-    """Drop the gold tables (replica and history tables) of ``targets`` that exist; their
-    names. Model names are the project's own (``target_model_name``), quoted by Storage."""
+    """Drop the gold tables (replica and history tables) of ``targets`` that exist, data
+    folders included (``drop_table``); their names."""
     out = []
     for t in targets:
         for name in (t.model, *history_tables(t.model)):
-            table = channel.storage.table("gold", name)
-            if spark.catalog.tableExists(table.replace("`", "")):
-                spark.sql(f"DROP TABLE IF EXISTS {table}")
+            # Model names are the project's own (target_model_name), quoted by Storage.table.
+            if drop_table(spark, channel.storage.table("gold", name)):
                 out.append(name)
     return out

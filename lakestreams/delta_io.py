@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlparse
 
+from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, _parse_datatype_string
@@ -56,6 +60,21 @@ def create_missing_tables(spark: SparkSession, storage: Storage, layer: str, tab
         if name.lower() not in found:
             # Names and column lists are the project's constants (quoted by Storage.table).
             spark.sql(f"CREATE TABLE IF NOT EXISTS {storage.table(layer, name)} ({ddl}) USING DELTA")
+
+
+def drop_table(spark: SparkSession, table: str) -> bool:
+    """Drop a Delta table and its data; False if there was none. Locally a new process registers the tables it finds
+    in the warehouse as external tables (``ensure_schemas``), whose DROP keeps the folder:
+    a table created again under that name would find the old log, so the folder goes too."""
+    name = table.replace("`", "")
+    if not spark.catalog.tableExists(name):
+        return False
+    location = urlparse(DeltaTable.forName(spark, name).detail().first()["location"])
+    # ``table`` is a Storage.table name: checked identifiers, quoted.
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    if location.scheme in ("", "file") and Path(location.path).is_dir():
+        shutil.rmtree(location.path)
+    return True
 
 
 def allow_timestamp_ntz(spark: SparkSession, table: str) -> None:

@@ -28,10 +28,7 @@ New silver batches and plans wait while a rebuild is unfinished.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import urlparse
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -40,7 +37,7 @@ from pyspark.sql import functions as F
 from gold.handled import handled_table_name
 from gold.plan import create_gold_tables, history_tables, plan_table_name, unfinished_plan
 from lakestreams.config import Channel, check_global_name, split_table_name
-from lakestreams.delta_io import append, local_rows, log_state
+from lakestreams.delta_io import append, drop_table, local_rows, log_state
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.timing import step
 from silver.changes import target_model_name
@@ -200,20 +197,6 @@ def _delete_matching(spark: SparkSession, table: str, keys: DataFrame, on: dict[
     if also is not None:
         cond = cond & also
     DeltaTable.forName(spark, table).alias("t").merge(keys.alias("k"), cond).whenMatchedDelete().execute()
-
-
-def drop_table(spark: SparkSession, table: str) -> None:
-    """Drop a Delta table and its data. Locally a new process registers the tables it finds
-    in the warehouse as external tables (``ensure_schemas``), whose DROP keeps the folder:
-    a table created again under that name would find the old log, so the folder goes too."""
-    name = table.replace("`", "")
-    if not spark.catalog.tableExists(name):
-        return
-    location = urlparse(DeltaTable.forName(spark, name).detail().first()["location"])
-    # ``table`` is a Storage.table name: checked identifiers, quoted.
-    spark.sql(f"DROP TABLE IF EXISTS {table}")
-    if location.scheme in ("", "file") and Path(location.path).is_dir():
-        shutil.rmtree(location.path)
 
 
 def _clear(spark: SparkSession, channel: Channel, batch: int, scope: Scope) -> None:

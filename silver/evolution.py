@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from functools import reduce
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -338,29 +338,11 @@ def mark_structure(spark: SparkSession, table: str, scn: int) -> None:
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{STRUCTURE_PROPERTY}' = '{int(scn)}')")
 
 
-def _rewrite_basic(spark: SparkSession, table: str, changes: ColumnChanges, app_id: str, last: int) -> ColumnChanges:
-    """``changes`` on a table without column mapping: new columns by ALTER, then one
-    rewrite that renames, drops and converts (a value that does not convert stops it)."""
-    if any(c.type.spark == "TIMESTAMP_NTZ" for c in changes.added) or any(
-            t == "TIMESTAMP_NTZ" for _, t in changes.widened + changes.rewritten):
-        allow_timestamp_ntz(spark, table)
-    for statement in alter_statements(table, ColumnChanges(added=changes.added)):
-        spark.sql(statement)  # names checked (SAFE_NAME), types from the type table
-        kill_point("ddl.alter")
-    current = spark.table(table.replace("`", ""))
-    new_name = {f.name: renamed_through(changes.renames, f.name) for f in current.schema.fields}
-    named = current.select(*[F.col(f"`{f.name}`").alias(new_name[f.name]) for f in current.schema.fields
-                             if new_name[f.name] not in changes.dropped])
-    if changes.rewritten and named.where(unconverted(named.schema, changes, ())).limit(1).count():  # 0 or 1
-        what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
-        raise DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
-    types = dict(changes.widened + changes.rewritten)
-    cols = [F.col(_q(f.name)).cast(types[f.name]).alias(f.name) if f.name in types else F.col(f"`{f.name}`")
-            for f in named.schema.fields]
-    # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
-    overwrite(named.select(*cols), table, f"{app_id}.rewrite", last)
-    mark_structure(spark, table, last)
-    return replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
+def _renamed_and_dropped(df: DataFrame, changes: ColumnChanges) -> DataFrame:
+    """``df`` (a table's top-level columns) with ``changes``' renames made and dropped
+    columns left out: the rewrite of a table without column mapping."""
+    names = {f: renamed_through(changes.renames, f) for f in df.columns}
+    return df.select(*[F.col(f"`{f}`").alias(n) for f, n in names.items() if n not in changes.dropped])
 
 
 def alter_statements(table: str, changes: ColumnChanges, fields: tuple[str, ...] = ("",)) -> list[str]:
@@ -474,9 +456,13 @@ def follow_structure(
     # _new statement of a rename left the two structs apart, and its re-run makes the rest.
     per_struct = {f: column_changes(value_types(schema, f), wanted, renames, drop) for f in (struct_fields or (None,))}
     changes = per_struct[struct_fields[-1] if struct_fields else None]
-    if not struct_fields and props.get("delta.columnMapping.mode", "none") == "none" and (
-            changes.renames or changes.dropped or changes.widened):
-        return _rewrite_basic(spark, table, changes, app_id, last)
+    # Without column mapping only new columns are metadata; renames, drops and widening
+    # join the rewrite (renamed and dropped by its select, widened by its casts).
+    basic = not struct_fields and props.get("delta.columnMapping.mode", "none") == "none" and bool(
+        changes.renames or changes.dropped or changes.widened)
+    if basic:
+        changes = replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
+        per_struct = {None: ColumnChanges(added=changes.added)}
     if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
             t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
         allow_timestamp_ntz(spark, table)
@@ -491,8 +477,10 @@ def follow_structure(
         cond = reduce(lambda a, b: a | b, [F.arrays_overlap(F.col(p), olds) for p in present])
         DeltaTable.forName(spark, table.replace("`", "")).update(
             cond, {p: renamed_names(F.col(p), renames) for p in present})
-    if changes.rewritten:
+    if changes.rewritten or basic:
         current = spark.table(table.replace("`", ""))
+        if basic:
+            current = _renamed_and_dropped(current, changes)
         bad = current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count()  # 0 or 1
         if bad:
             what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)

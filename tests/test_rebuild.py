@@ -19,9 +19,10 @@ import lakestreams.rebuild as rebuild_module
 from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.config import load_channel
+from lakestreams.delta_io import drop_table
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.pipeline import run_pipeline
-from lakestreams.rebuild import drop_table, find_scope, rebuild
+from lakestreams.rebuild import find_scope, rebuild
 
 SRC = "DBS1.EXAMPLE.COM"
 DDL = {
