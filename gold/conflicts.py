@@ -283,7 +283,7 @@ def value_conflicts(judged: DataFrame) -> DataFrame:
     the change is (its ``_seq``, ``_root``, ``_decided``, keys)."""
     return judged.where("_cerr IS NOT NULL").select(
         "_source_database", "_transaction_id", F.col("_cerr").alias("_error"),
-        F.lit(None).cast("string").alias("failing_record"), "_seq", "_root", "_decided", "_okey", "_nkey")
+        F.lit(None).cast("string").alias("failing_record"), "_seq", "_root", "_decided", "_okey", "_nkey", "_position")
 
 
 def resolutions(judged: DataFrame, plan_id: int, model: str) -> DataFrame:

@@ -85,7 +85,7 @@ def cleared_failures(rows: DataFrame, outputs: DataFrame) -> DataFrame:
 def raised_failures(outputs: DataFrame) -> DataFrame:
     """The transactions of changes an error handler returned with ``_error``."""
     return outputs.where(~F.col("_consumed") & F.col("_error").isNotNull()).select(
-        "_source_database", "_transaction_id", "_error", F.lit(None).cast("string").alias("failing_record"))
+        "_source_database", "_transaction_id", "_error", F.lit(None).cast("string").alias("failing_record"), "_position")
 
 
 def with_handled(spark: SparkSession, history: DataFrame, table: str) -> DataFrame:

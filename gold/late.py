@@ -192,7 +192,7 @@ def contradictions(judged: DataFrame, decided_failures: DataFrame, table: TableD
         F.explode(F.array_distinct(F.array(key_text(F.col("_okey")), key_text(F.col("_nkey"))))).alias("_kj"),
         F.col("_derr"),
     ).groupBy("_kj").agg(F.min("_derr").alias("_derr"))
-    new = _touched(judged.where(~F.col("_decided") & F.col("_above")), "_seq", "_root", "_decided")
+    new = _touched(judged.where(~F.col("_decided") & F.col("_above")), "_seq", "_root", "_decided", "_position")
     return new.join(bad, "_kj").select(
         "_source_database", "_transaction_id",
         F.concat(
@@ -200,7 +200,7 @@ def contradictions(judged: DataFrame, decided_failures: DataFrame, table: TableD
             F.lit(" contradicts the history already applied at key "), F.col("_kj"), F.lit(": "), F.col("_derr"),
         ).alias("_error"),
         F.lit(None).cast("string").alias("failing_record"),
-        "_seq", "_root", "_decided", "_okey", "_nkey",
+        "_seq", "_root", "_decided", "_okey", "_nkey", "_position",
     )
 
 

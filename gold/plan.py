@@ -465,7 +465,7 @@ PLAN_THREADS = 4
 
 def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
     first = Window.partitionBy("_source_database", "_transaction_id").orderBy(
-        F.col("failing_record").isNull(), "_error"
+        F.col("failing_record").isNull(), "_error", "_position"
     )
     return failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
@@ -541,8 +541,9 @@ def row_conflicts(
     return missing.unionByName(duplicate)
 
 
-#: Where a failing change is: what ``first_failures`` compares (with the target, ``_model``).
-FAILURE_WHERE = ("_seq", "_root", "_decided", "_okey", "_nkey")
+#: Where a failing change is: what ``first_failures`` compares (with the target, ``_model``),
+#: and its position in its transaction (the error queue's failing record).
+FAILURE_WHERE = ("_seq", "_root", "_decided", "_okey", "_nkey", "_position")
 
 
 def first_failures(found: DataFrame) -> DataFrame:
@@ -572,8 +573,9 @@ def first_failures(found: DataFrame) -> DataFrame:
     return found.join(later, ["_model", "_seq"], "left_anti")
 
 
-#: A failing transaction: what the error queue is built from.
-FAILURE = ("_source_database", "_transaction_id", "_error", "failing_record")
+#: A failing transaction: what the error queue is built from. A failure silver found
+#: carries its record; one found here carries the position of the failing change.
+FAILURE = ("_source_database", "_transaction_id", "_error", "failing_record", "_position")
 
 
 def _error_handlers(
@@ -635,7 +637,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    for source objects, whatever name a transformation gives the target.
     #    A change table holds one source table: its SCNs are literals (no join).
     inst_rows = instantiation_rows(inst)
-    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type"]
+    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type", "_position"]
     all_changes = [with_inst_literals(df.select(
         *meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
         F.lit(target_model_name(*target)).alias("_model"), F.lit(target[0]).alias("owner"),
@@ -643,7 +645,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         for target, items in per_source.items() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
-    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record")
+    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record",
+              F.lit(None).cast("bigint").alias("_position"))
     failures, truncated_models, with_inst = txn_errors, set(), None
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
@@ -664,7 +667,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                     F.lit(" from "), F.col("_source_database"),
                     F.lit(" (set_table_instantiation_scn, a snapshot, or its CREATE TABLE record)"))),
             ).alias("_error"),
-            F.lit(None).cast("string").alias("failing_record"),
+            F.lit(None).cast("string").alias("failing_record"), "_position",
         ).where("_error IS NOT NULL")
         failures = failures.unionByName(row_errors)
     failed = _first_error_per_transaction(failures).localCheckpoint()
@@ -772,7 +775,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 rows = rows.where(~F.col("_decided"))
             found = rows.unionByName(others.withColumn("_missing", F.lit(False)))
             # Keys as text: every target's failures go into one table.
-            found = found.select("_source_database", "_transaction_id", "_error", "failing_record", "_seq", "_root",
+            found = found.select("_source_database", "_transaction_id", "_error", "failing_record", "_position", "_seq", "_root",
                                  "_missing", F.lit(model).alias("_model"), F.to_json("_okey").alias("_ko"),
                                  F.to_json("_nkey").alias("_kn"))
             return model, judged, found, truncates
@@ -814,7 +817,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             ledger.select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), "position", "raw"),
             ["_source_database", "_transaction_id"],
         )
-        .groupBy("_source_database", "_transaction_id", "_error", "failing_record")
+        .groupBy("_source_database", "_transaction_id", "_error", "failing_record", "_position")
         .agg(F.sort_array(F.collect_list(F.struct("position", "raw"))).alias("_recs"))
         .join(txns.select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), "commit_scn"),
               ["_source_database", "_transaction_id"], "left")
@@ -824,7 +827,12 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             F.col("_transaction_id").alias("transaction_id"),
             "commit_scn",
             F.col("_error").alias("error"),
-            F.coalesce("failing_record", F.element_at("_recs", 1)["raw"]).alias("failing_record"),
+            # The failing change's record; a failure of the transaction as a whole (none
+            # found here or in silver) names its first record.
+            F.coalesce(
+                "failing_record", F.filter("_recs", lambda r: r["position"] == F.col("_position"))[0]["raw"],
+                F.element_at("_recs", 1)["raw"],
+            ).alias("failing_record"),
             F.transform("_recs", lambda r: r["raw"]).alias("records"),
             F.size("_recs").cast("bigint").alias("record_count"),
         )

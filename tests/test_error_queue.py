@@ -42,17 +42,19 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
         *Txn("t4", 400).row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "C", "NOTE": None})
         .row("INSERT", table="COUNTRIES", new={"COUNTRY_ID": "NL"}).commit(),
         *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1, "NOTE": "n"}, new={"NOTE": "m"}).commit(),
-        # A key that is taken (ORA-00001): deleted from the queue below, never applied.
-        *Txn("t6", 600).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "dup", "NOTE": None}).commit(),
+        # A key that is taken (ORA-00001) by its second record: deleted from the queue
+        # below, never applied (its first insert neither).
+        *Txn("t6", 600).row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "fine", "NOTE": None})
+        .row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "dup", "NOTE": None}).commit(),
     ])
     # Silver first: what is complete waits for gold (t4's REGIONS insert too); its COUNTRIES
     # record failed in silver, on no table.
     run_pipeline(spark, ch, ("bronze", "silver"))
     status = channel_status(spark, ch)
     assert [(t.target, t.waiting, t.open, t.errors, t.applied_scn) for t in status.tables] == [
-        ("hr__regions", 5, 0, 0, None)]
+        ("hr__regions", 6, 0, 0, None)]
     assert (status.failed_in_silver, status.error_queue, status.last_plan) == (1, 0, None)
-    assert status.pending == run_audit(spark, ch).buckets["pending"] == 6
+    assert status.pending == run_audit(spark, ch).buckets["pending"] == 7
     run_pipeline(spark, ch)
     status = channel_status(spark, ch)
     assert [(t.target, t.waiting, t.errors, t.applied_scn) for t in status.tables] == [("hr__regions", 0, 3, 500)]
@@ -64,6 +66,12 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     queue = _queue(spark, ch)
     assert set(queue) == {"t3", "t4", "t6"}
     assert "ORA-26786" in queue["t3"] and "COUNTRIES is not in the source dictionary" in queue["t4"]
+    # Each entry names the record that failed, whether silver or the apply found it.
+    failing = {r["source_transaction_id"]: json.loads(r["failing_record"])
+               for r in spark.table(ch.storage.table("gold", "apply_error").replace("`", "")).collect()}
+    assert (failing["t4"]["object_name"], failing["t4"]["position"]) == ("COUNTRIES", 2)
+    assert (failing["t6"]["new_values"]["REGION_NAME"], failing["t6"]["position"]) == ("dup", 2)
+    assert failing["t3"]["command_type"] == "UPDATE"
 
     s = Streams(ch)
     with pytest.raises(ConfigError, match="transaction t9 is not in the error queue"):
@@ -140,10 +148,10 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     assert _queue(spark, ch) == {}
 
     # Nothing left: re-executing writes no version (an idle run writes none: the fault
-    # suite); every record in one bucket (t6 counted as error).
+    # suite); every record in one bucket (t6's two counted as error).
     before = table_versions(spark, s.channel)
     assert s.execute_all_errors(spark).count == 0
     assert table_versions(spark, s.channel) == before
     audit = run_audit(spark, s.channel)
     assert audit.ok, audit.problems
-    assert audit.buckets["error"] == 1 and audit.buckets["applied"] == 5
+    assert audit.buckets["error"] == 2 and audit.buckets["applied"] == 5
