@@ -898,7 +898,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     # job (``with_inst``); a target whose error handlers returned or consumed changes is
     # counted from its changes as the handlers left them, with the SCNs as literals.
     inst_cols = ["_source_database", "_transaction_id", "_commit_scn", "_error", "owner", "table_name",
-                 "instantiation_scn", "snapshot_transaction"]
+                 "instantiation_scn", "snapshot_transaction", "_position"]
     outcome_parts = []
     if with_inst is not None:
         outcome_parts.append(with_inst.where(~F.col("_model").isin(list(handled))).select(
@@ -910,11 +910,18 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         mine = changes.withColumn("_handled", F.lit(False)).unionByName(
             handled[model].where("_consumed").withColumn("_error", F.lit(None).cast("string"))
             .select(*changes.columns).withColumn("_handled", F.lit(True)))
-        mine = mine.select("_source_database", "_transaction_id", "_commit_scn", "_error", "_handled",
+        mine = mine.select("_source_database", "_transaction_id", "_commit_scn", "_error", "_handled", "_position",
                            F.lit(owner).alias("owner"), F.lit(name).alias("table_name"))
         outcome_parts.append(with_inst_literals(mine, inst_rows, sources).select(*inst_cols, "_handled"))
+    # A TRUNCATE change a DDL record made (TRUNCATE TABLE; a table created again) is that
+    # record, which silver counted as DDL: it is not counted again. DDL-sized.
+    from_ddl = spark.table(st.table("silver", "ddl_log").replace("`", "")).where(
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi) & F.col("truncates_table").isNotNull()
+    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
+             F.col("position").alias("_position"))
     bucketed = [
-        part.join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(
+        part.join(from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti")
+        .join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(
             "_source_database", "_transaction_id", "owner", "table_name",
             F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
             .when(F.col("_handled"), "handled")
