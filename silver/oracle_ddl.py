@@ -47,6 +47,8 @@ PHYSICAL_TABLE_PROPERTIES = (
     "NOROWDEPENDENCIES", "FILESYSTEM_LIKE_LOGGING",
 )
 #: States a constraint may carry (``NOT NULL ENABLE``, ``PRIMARY KEY (…) ENABLE NOVALIDATE``).
+#: Column properties MODIFY may change that leave the column's type and values alone.
+COLUMN_PROPERTIES = ("ENCRYPT", "DECRYPT", "VISIBLE", "INVISIBLE", "COLLATE")
 CONSTRAINT_STATES = ("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY")
 #: Words that end a run of physical attributes inside a column list.
 _LIST_END = (TokenType.COMMA, TokenType.R_PAREN)
@@ -122,9 +124,15 @@ class OracleDdlParser(OracleParser):
         if column is None:
             return None
         dtype = None
-        if not (self._curr and self._curr.text.upper() in ("NULL", "NOT", "DEFAULT", "CONSTRAINT")):
+        if not (self._curr and self._curr.text.upper() in ("NULL", "NOT", "DEFAULT", "CONSTRAINT", *COLUMN_PROPERTIES)):
             dtype = self._parse_types(schema=True)
         default = self._parse_disjunction() if self._match(TokenType.DEFAULT) else None
+        # ENCRYPT … / DECRYPT / (IN)VISIBLE / COLLATE: how the column is stored or shown,
+        # not its values.
+        properties = []
+        while self._match_texts(COLUMN_PROPERTIES):
+            properties.append(self._skip_clause(
+                stop=(TokenType.COMMA, TokenType.R_PAREN), stop_words=("NOT", "NULL", "CONSTRAINT", *COLUMN_PROPERTIES)))
         self._match(TokenType.CONSTRAINT) and self._parse_id_var()
         allow_null = None
         if self._match_text_seq("NOT", "NULL"):
@@ -134,6 +142,8 @@ class OracleDdlParser(OracleParser):
         while self._match_texts(CONSTRAINT_STATES):
             pass
         if dtype is None and default is None and allow_null is None:
+            if properties:
+                return self._physical(f"{properties[0]} OF {column.sql('oracle')}")
             self.raise_error(f"MODIFY {column.sql('oracle')} changes nothing this parser knows")
         return self.expression(exp.AlterColumn(this=column, dtype=dtype, default=default, allow_null=allow_null))
 

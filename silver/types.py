@@ -74,9 +74,11 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     t = dt.this
     T = exp.DataType.Type
     args = int_params(dt)
-    if upper.startswith(("INTEGER", "INT", "SMALLINT")) and not args:
+    # The type's name as a whole word: DECRYPT or INTERNAL are no numbers.
+    word = re.split(r"[\s(]", upper, maxsplit=1)[0]
+    if word in ("INTEGER", "INT", "SMALLINT") and not args:
         return ColumnType(oracle, "DECIMAL(38,0)")
-    if t in (T.DECIMAL, T.BIGDECIMAL) or upper.startswith(("NUMBER", "NUMERIC", "DEC")):
+    if t in (T.DECIMAL, T.BIGDECIMAL) or word in ("NUMBER", "NUMERIC", "DEC", "DECIMAL"):
         if not args or args[0] is None:
             return ColumnType(oracle, NUMBER_POLICY_TYPES[number_policy])
         p = args[0]
@@ -92,11 +94,11 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
         return ColumnType(oracle, f"DECIMAL({p},{s})")
     if t == T.BIGINT:  # sqlglot reads Oracle's LONG (character data) as BIGINT
         return ColumnType("LONG", "STRING", empty_is_null=True)
-    if t in (T.FLOAT, T.DOUBLE) or upper.startswith(("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE")):
+    if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE"):
         return ColumnType(oracle, "DOUBLE")
     if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
         return ColumnType(oracle, "STRING", max_length=args[0] if args else None, empty_is_null=True)
-    if upper.startswith(("CLOB", "NCLOB")) or upper == "LONG" or t == T.TEXT:
+    if word in ("CLOB", "NCLOB") or upper == "LONG" or t == T.TEXT:
         return ColumnType(oracle, "STRING", empty_is_null=True)
     if t == T.DATE or upper == "DATE":
         return ColumnType(oracle, "TIMESTAMP_NTZ")
@@ -104,10 +106,10 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
         return ColumnType(oracle, "TIMESTAMP")
     if t in (T.TIMESTAMP, T.DATETIME, T.TIMESTAMPNTZ):
         return ColumnType(oracle, "TIMESTAMP_NTZ")
-    if t in (T.VARBINARY, T.BINARY, T.BLOB, T.LONGBLOB) or upper.startswith(("RAW", "LONG RAW", "BLOB")):
+    if t in (T.VARBINARY, T.BINARY, T.BLOB, T.LONGBLOB) or word in ("RAW", "BLOB") or upper.startswith("LONG RAW"):
         return ColumnType(oracle, "BINARY", hex_binary=True)
     if t == T.JSON:
         return ColumnType(oracle, "VARIANT")
-    if upper.startswith(("ROWID", "UROWID", "INTERVAL", "XMLTYPE")) or t in (T.INTERVAL, T.ROWVERSION):
+    if word in ("ROWID", "UROWID", "INTERVAL", "XMLTYPE") or t in (T.INTERVAL, T.ROWVERSION):
         return ColumnType(oracle, "STRING")
     raise DdlError(f"Oracle type {oracle} has no Spark mapping (see silver/types.py)")

@@ -164,6 +164,9 @@ def test_objects_without_rows_are_recognised_and_ignored(text, object_type):
     ('ALTER TABLE hr.employees ADD ("A;B" NUMBER)', "is refused"),
     ("SELECT * FROM hr.employees", "not a DDL statement"),
     ("ALTER TABLE hr.employees MODIFY (salary)", "changes nothing"),
+    # A type is named as a whole word: DECRYPTO is no DECIMAL, INTERNAL no INT.
+    ("ALTER TABLE hr.employees ADD (x DECRYPTO)", "Oracle type DECRYPTO has no Spark mapping"),
+    ("ALTER TABLE hr.employees ADD (x INTERNAL)", "Oracle type INTERNAL has no Spark mapping"),
 ])
 def test_what_cannot_be_understood_is_refused_with_the_reason(text, message):
     with pytest.raises(DdlError, match=message.replace("(", r"\(").replace(")", r"\)")):
