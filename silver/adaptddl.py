@@ -89,6 +89,21 @@ class AdaptDdl:
             raise ConfigError("AdaptDDL IntegrateSchema maps a CaptureSchema: give CaptureSchema too")
 
 
+def patterns_govern(actions: tuple[AdaptDdl, ...], owner: str, current_schema: str) -> bool:
+    """Whether an AddTablePattern decides which new tables of ``owner`` join the channel.
+    Without one (no action of that schema has a pattern), every new table joins, as the
+    channel's rules select its rows.
+
+    >>> patterns_govern((AdaptDdl("t*", capture_schema="hr"),), "HR", "HR")
+    True
+    >>> patterns_govern((AdaptDdl("t*", capture_schema="hr"), AdaptDdl()), "SALES", "SALES")
+    False
+    """
+    return any(a.add_table_pattern is not None
+               and owner.lower() == (a.capture_schema if a.capture_schema is not None else current_schema).lower()
+               for a in actions)
+
+
 def table_to_add(actions: tuple[AdaptDdl, ...], owner: str, table: str, current_schema: str) -> tuple[str, str] | None:
     """(target owner, table) when a new source table ``owner.table`` joins the channel,
     else None. Each action's IgnoreTablePattern narrows only its own AddTablePattern; a

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 from lakestreams.delta_io import local_rows
 from lakestreams.errors import ReplicationError
 from silver.dictionary import ColumnDef, TableDef
-from silver.evolution import renamed_names, renamed_since, renames_since
+from silver.evolution import OUTSIDE, Revision, renamed_names, renamed_since, renames_since
 
 META = (
     "_source_database",
@@ -188,6 +188,31 @@ def change_table_name(source_database: str, owner: str, table: str) -> str:
     return "chg__" + "__".join(p.lower().replace(".", "_") for p in (source_database, owner, table))
 
 
+def in_force(revisions: list[Revision], i: int) -> Column:
+    """Records read with revision ``i`` of ``revisions``: from its SCN (the first: any
+    record before the second) to the next one's. A record's SCN is its change SCN, else
+    its commit SCN."""
+    at = F.coalesce(F.col("scn"), F.col("commit_scn"))
+    cond = F.lit(True)
+    if i > 0:
+        cond = cond & (at >= F.lit(revisions[i].scn))
+    if i + 1 < len(revisions):
+        cond = cond & (at < F.lit(revisions[i + 1].scn))
+    return cond
+
+
+def outside_channel(revisions: dict[tuple[str, str, str], list[Revision]]) -> Column | None:
+    """Records of a source table while it is outside the channel (no AddTablePattern
+    added it: ``silver.evolution.OUTSIDE``), or None when no table ever was. One term per
+    such revision: grows with DDL, not rows."""
+    terms = [
+        (F.col("source_database") == src) & (F.col("_source_owner") == owner) & (F.col("_source_name") == name)
+        & in_force(revs, i)
+        for (src, owner, name), revs in sorted(revisions.items()) for i, r in enumerate(revs) if r.decision == OUTSIDE
+    ]
+    return reduce(lambda a, b: a | b, terms) if terms else None
+
+
 def typed_by_revision(
     records: DataFrame, revisions: list, structures: list[TableDef], shape, silver_batch: int, change_schema: StructType,
 ) -> tuple[DataFrame, DataFrame]:
@@ -200,15 +225,9 @@ def typed_by_revision(
     transformations (source → target definition). Returns (typed change rows, txn errors
     for rows of a dropped table)."""
     cols = {f.name: f.dataType for f in change_schema["_new"].dataType.fields}
-    at = F.coalesce(F.col("scn"), F.col("commit_scn"))
     parts, errors = [], []
     for i, r in enumerate(revisions):
-        cond = F.lit(True)
-        if i > 0:
-            cond = cond & (at >= F.lit(r.scn))
-        if i + 1 < len(revisions):
-            cond = cond & (at < F.lit(revisions[i + 1].scn))
-        rows = records.where(cond)
+        rows = records.where(in_force(revisions, i))
         problem = None
         if r.status == "DROPPED":
             problem = f"{r.table.owner}.{r.table.name} was dropped at SCN {r.scn}: a change after it has no table"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from lakestreams.config import Channel
 from silver.ddl import DdlStatement, Physical, RenameTable, parse_ddl
-from silver.evolution import DdlReading, action_for
+from silver.evolution import OUTSIDE, DdlReading, action_for
 from silver.goldengate import (
     DDL,
     DdlAbend,
@@ -108,7 +108,8 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
     apply it, or the apply rules discarded it). The source dictionary still takes it; the
     target keeps its structure and rows (a new table still gets its first structure: its
     rows are replicated by the rules)."""
-    revisions = tuple((k, rev if reading.new_table else replace(rev, decision="IGNORE")) for k, rev in reading.revisions)
+    revisions = tuple((k, rev if reading.new_table or rev.decision == OUTSIDE else replace(rev, decision="IGNORE"))
+                      for k, rev in reading.revisions)
     return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
                    truncates=None)
 

@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from lakestreams.delta_io import allow_timestamp_ntz, overwrite
 from lakestreams.errors import DdlError
 from lakestreams.faults import kill_point
-from silver.adaptddl import AdaptDdl, Decision, adapt, table_to_add, type_change
+from silver.adaptddl import AdaptDdl, Decision, adapt, patterns_govern, table_to_add, type_change
 from silver.ddl import DdlStatement, RenameColumn, RenameTable, evolve, parse_ddl
 from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
 
@@ -39,6 +39,10 @@ DECLARED = "DECLARED"
 #: The decision of a dropped table's revision when its target goes too
 #: (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET): the gold tables are dropped.
 DROPS_TARGET = "DROP TARGET"
+#: The decision of every revision of a table outside the channel: created (or renamed to
+#: a name) that no AddTablePattern adds. The source dictionary follows it; its changes
+#: are discarded (counted) and it has no target.
+OUTSIDE = "NOT IN CHANNEL"
 #: Table property of a Delta table: the SCN of the revision its structure follows.
 STRUCTURE_PROPERTY = "lakestreams.structure_scn"
 
@@ -104,7 +108,7 @@ def read_ddl(
     key = (owner, stmt.name)
     before = _latest(history, key)
     live = before if before is not None and before.status == "TABLE" else None
-    live_tables = [k for k, revs in history.items() if revs and revs[-1].status == "TABLE"]
+    live_tables = [k for k, revs in history.items() if revs and revs[-1].status == "TABLE" and revs[-1].decision != OUTSIDE]
     action = action_for(actions, owner)
     last = live is not None and live_tables == [key] and not elsewhere
 
@@ -115,13 +119,28 @@ def read_ddl(
             return Decision("ADD", "a new table: its first structure")
         return adapt(s, action, prior.table if prior else None, in_channel, last, added)
 
+    def left_out(name: str) -> str | None:
+        """Why a table ``owner.name`` new to the channel stays out of it, or None."""
+        if not patterns_govern(actions, owner, owner) or table_to_add(actions, owner, name, owner) is not None:
+            return None
+        return f"no AddTablePattern adds {owner}.{name}: it is not in the channel, its changes are discarded"
+
     if stmt.kind == "CREATE TABLE":
-        if live is not None and live.decision == DECLARED:  # the record replaces the declaration
+        declared = live is not None and live.decision == DECLARED
+        if declared:  # the record replaces the declaration, which put the table in the channel
             before = live = None
         if live is not None:
             return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} exists already (no DROP TABLE before)",
                               code="955")
         table = replace(stmt.table, owner=owner) if stmt.table.owner != owner else stmt.table
+        # New to the channel: never seen, outside it before, or dropped from it (OnDropTable).
+        joining = before is None or before.decision in (OUTSIDE, "DROP", DROPS_TARGET)
+        out = None if declared or not joining else left_out(stmt.name)
+        if out is not None:
+            rev = Revision(scn, table, decision=OUTSIDE, keep_structure=_keep(action))
+            return DdlReading(stmt.kind, "IGNORE", out, ((key, rev),), new_table=before is None)
+        if before is not None and before.decision == OUTSIDE:
+            before = None  # the target never held the table: it is new to the channel
         d = decide(stmt, None, before is not None)
         if before is None and d.target == "IGNORE":
             d = Decision("ADD", f"a new table: its first structure ({d.reason})")
@@ -139,7 +158,12 @@ def read_ddl(
         gone = " (it was dropped)" if before is not None else ""
         return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} is not in the source dictionary{gone}",
                           code="942")
+    outside = live.decision == OUTSIDE
+    not_in = f"{owner}.{stmt.name} is not in the channel (no AddTablePattern added it): only the source dictionary follows"
     if stmt.kind in ("TRUNCATE TABLE", "DROP TABLE"):
+        if outside:
+            revs = () if stmt.kind == "TRUNCATE TABLE" else ((key, replace(live, scn=scn, status="DROPPED", renames=())),)
+            return DdlReading(stmt.kind, "IGNORE", not_in, revs)
         d = decide(stmt, live, True)
         if stmt.kind == "TRUNCATE TABLE":
             return DdlReading(stmt.kind, d.target, _why(d), truncates=key)
@@ -149,17 +173,31 @@ def read_ddl(
         table = evolve(live.table, stmt)  # first: a statement the table cannot take is an error
     except DdlError as e:
         return DdlReading(stmt.kind, "ERROR", str(e), code=e.code or "DDL")
-    d = decide(stmt, live, True)
     renames = tuple((a.new, a.old) for a in stmt.actions if isinstance(a, RenameColumn))
     if any(isinstance(a, RenameTable) for a in stmt.actions):
         new_key = (table.owner, table.name)
         taken = _latest(history, new_key)
         if taken is not None and taken.status == "TABLE":
             return DdlReading(stmt.kind, "ERROR", f"{new_key[0]}.{new_key[1]} exists already", code="955")
+        # A DROP of the old name and a CREATE of the new one, which joins the channel only
+        # if an AddTablePattern adds it (where patterns decide).
+        out = left_out(table.name)
+        created = Revision(scn, table, decision=OUTSIDE if out else "ADD", keep_structure=_keep(action))
+        if outside:
+            dropped = replace(live, scn=scn, status="DROPPED", renames=())
+            reason = not_in + (f"; the new name: {out}" if out else f"; the new name {new_key[0]}.{new_key[1]} joins "
+                               "the channel (AddTablePattern)")
+            return DdlReading("RENAME TABLE", "IGNORE" if out else "ADD", reason, ((key, dropped), (new_key, created)))
+        d = decide(stmt, live, True)
         dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=_dropped(d))
-        created = Revision(scn, table, decision="ADD", keep_structure=_keep(action))
-        return DdlReading("RENAME TABLE", d.target, _why(d) + f"; the rows continue as {new_key[0]}.{new_key[1]}",
-                          ((key, dropped), (new_key, created)))
+        then = f"; the new name: {out}" if out else f"; the rows continue as {new_key[0]}.{new_key[1]}"
+        return DdlReading("RENAME TABLE", d.target, _why(d) + then, ((key, dropped), (new_key, created)))
+    if outside:
+        if table == live.table and not renames and table.constraints == live.table.constraints:
+            return DdlReading(stmt.kind, "IGNORE", not_in + "; the table's structure is unchanged")
+        return DdlReading(stmt.kind, "IGNORE", not_in,
+                          ((key, Revision(scn, table, renames=renames, decision=OUTSIDE)),))
+    d = decide(stmt, live, True)
     if table == live.table and not renames and table.constraints == live.table.constraints and all(
             c.default == o.default for c, o in zip(table.columns, live.table.columns, strict=True)):
         return DdlReading(stmt.kind, d.target, _why(d) + "; the table's structure is unchanged")
@@ -286,9 +324,13 @@ class ColumnChanges:
     rewritten: tuple[tuple[str, str], ...] = ()
     dropped: tuple[str, ...] = ()
     table_dropped: bool = False  # the whole table (its source table dropped with its target)
+    #: Columns dropped before the renames: dropped at the source, then their name taken
+    #: by a rename (DROP COLUMN x, RENAME COLUMN y TO x).
+    dropped_first: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped or self.table_dropped)
+        return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped or self.table_dropped
+                    or self.dropped_first)
 
 
 def column_changes(
@@ -299,7 +341,13 @@ def column_changes(
     ``drop``: remove columns ``wanted`` does not have (gold); silver keeps them."""
     cur = dict(current)
     done: list[tuple[str, str]] = []
+    first: list[str] = []
     for old, new in renames:
+        if drop and old in cur and new in cur and old not in wanted.column_names:
+            # ``new`` is a column dropped at the source before ``old`` took its name (the
+            # rename was not made: ``old`` is gone from the source). It goes first.
+            first.append(new)
+            del cur[new]
         if old in cur and new not in cur:
             cur = {(new if k == old else k): v for k, v in cur.items()}
             done.append((old, new))
@@ -314,7 +362,7 @@ def column_changes(
         elif change == "REWRITE" or (change == "KEEP" and drop):
             rewritten.append((c.name, c.type.spark))
     dropped = tuple(n for n in cur if drop and n not in wanted.column_names)
-    return ColumnChanges(tuple(done), tuple(added), tuple(widened), tuple(rewritten), dropped)
+    return ColumnChanges(tuple(done), tuple(added), tuple(widened), tuple(rewritten), dropped, dropped_first=tuple(first))
 
 
 def _q(name: str) -> str:
@@ -341,7 +389,7 @@ def mark_structure(spark: SparkSession, table: str, scn: int) -> None:
 def _renamed_and_dropped(df: DataFrame, changes: ColumnChanges) -> DataFrame:
     """``df`` (a table's top-level columns) with ``changes``' renames made and dropped
     columns left out: the rewrite of a table without column mapping."""
-    names = {f: renamed_through(changes.renames, f) for f in df.columns}
+    names = {f: renamed_through(changes.renames, f) for f in df.columns if f not in changes.dropped_first}
     return df.select(*[F.col(f"`{f}`").alias(n) for f, n in names.items() if n not in changes.dropped])
 
 
@@ -350,6 +398,8 @@ def alter_statements(table: str, changes: ColumnChanges, fields: tuple[str, ...]
     top-level (``fields`` = ("",)) or fields of structs (``("_old.", "_new.")``). Rewrites
     are not among them (``rewrite``)."""
     out = []
+    if changes.dropped_first:
+        out.append(f"ALTER TABLE {table} DROP COLUMNS ({', '.join(_q(n) for n in changes.dropped_first)})")
     for old, new in changes.renames:
         out += [f"ALTER TABLE {table} RENAME COLUMN {f}{_q(old)} TO {_q(new)}" for f in fields]
     if changes.added:
@@ -459,7 +509,7 @@ def follow_structure(
     # Without column mapping only new columns are metadata; renames, drops and widening
     # join the rewrite (renamed and dropped by its select, widened by its casts).
     basic = not struct_fields and props.get("delta.columnMapping.mode", "none") == "none" and bool(
-        changes.renames or changes.dropped or changes.widened)
+        changes.renames or changes.dropped or changes.widened or changes.dropped_first)
     if basic:
         changes = replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
         per_struct = {None: ColumnChanges(added=changes.added)}

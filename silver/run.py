@@ -24,7 +24,13 @@ from lakestreams.delta_io import append, create_missing_tables, local_rows, log_
 from lakestreams.errors import ReplicationError
 from lakestreams.faults import kill_point
 from lakestreams.timing import step
-from silver.changes import change_table_ddl, change_table_name, target_model_name, typed_by_revision
+from silver.changes import (
+    change_table_ddl,
+    change_table_name,
+    outside_channel,
+    target_model_name,
+    typed_by_revision,
+)
 from silver.condition import is_control_record, is_ddl_lcr
 from silver.ddl_processing import Processed, not_followed, process_ddl, target_names
 from silver.dictionary import (
@@ -38,6 +44,7 @@ from silver.dictionary import (
 )
 from silver.evolution import (
     DECLARED,
+    OUTSIDE,
     Revision,
     follow_structure,
     mark_structure,
@@ -349,7 +356,8 @@ def _dictionary_step(
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
         # A channel's last table is the channel's, not one source database's.
-        elsewhere = any(s != src and revs[-1].status == "TABLE" for (s, _, _), revs in revisions.items())
+        elsewhere = any(s != src and revs[-1].status == "TABLE" and revs[-1].decision != OUTSIDE
+                        for (s, _, _), revs in revisions.items())
         owner = r["object_owner"] or r["current_schema"]
         read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy, elsewhere)
         try:
@@ -716,6 +724,17 @@ def derive(
     the TRUNCATE change even when no row of the table came in this batch."""
     with step("silver.rule_outcomes"):
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
+    outside = outside_channel(revisions)
+    if outside is not None:
+        # Kept by the rules, but of a table outside the channel at its SCN (no AddTablePattern
+        # added it): discarded, with the reason.
+        dropped = (F.col("_bucket") == "accepted") & outside
+        classified = classified.withColumns({
+            "_bucket": F.when(dropped, F.lit("discarded")).otherwise(F.col("_bucket")),
+            "_reason": F.when(dropped, F.concat(
+                F.col("_source_owner"), F.lit("."), F.col("_source_name"),
+                F.lit(" is not in the channel: no AdaptDDL AddTablePattern added it"))).otherwise(F.col("_reason")),
+        })
     accepted = classified.where("_bucket = 'accepted'")
     snapshot_landings = [ld.name for ld in channel.landing if ld.snapshot]
     any_snapshots = bool(snapshot_landings) or any(ld.format in SNAPSHOT_MARKING_FORMATS for ld in channel.landing)

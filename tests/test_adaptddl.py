@@ -8,6 +8,7 @@ from lakestreams.errors import ConfigError
 from silver.adaptddl import AdaptDdl, adapt, matches, table_to_add, type_change
 from silver.ddl import AddColumn, DropColumn, ModifyColumn, RenameColumn, parse_ddl
 from silver.dictionary import parse_create_table
+from silver.evolution import DECLARED, OUTSIDE, Revision, read_ddl
 from silver.types import ColumnType
 
 T = parse_create_table("CREATE TABLE hr.t (id NUMBER(6) PRIMARY KEY, name VARCHAR2(12), amount NUMBER(8,2), note VARCHAR2(30))")
@@ -117,6 +118,11 @@ def test_rename_column_and_table():
     ("ALTER TABLE hr.t MERGE PARTITIONS p1, p2 INTO PARTITION p3", "IGNORE"),
     ("ALTER TABLE hr.t SPLIT PARTITION p1 AT (5) INTO (PARTITION a, PARTITION b)", "IGNORE"),
     ("ALTER TABLE hr.t MOVE TABLESPACE users", "IGNORE"),
+    # Column properties: how a column is stored or shown, not its type or values.
+    ("ALTER TABLE hr.t MODIFY (note ENCRYPT USING 'AES256' NO SALT)", "IGNORE"),
+    ("ALTER TABLE hr.t MODIFY (note DECRYPT)", "IGNORE"),
+    ("ALTER TABLE hr.t MODIFY note INVISIBLE", "IGNORE"),
+    ("ALTER TABLE hr.t MODIFY (note VARCHAR2(40) ENCRYPT NOT NULL)", "ALTER"),
     ("ALTER TABLESPACE users ADD DATAFILE 'x.dbf'", "IGNORE"),
     ("ALTER TABLE hr.t ADD CONSTRAINT fk FOREIGN KEY (id) REFERENCES hr.p (id)", "IGNORE"),
     ("ALTER TABLE hr.t ADD CONSTRAINT u UNIQUE (name)", "ALTER"),
@@ -148,3 +154,59 @@ def test_without_adaptddl_the_target_never_follows():
 ])
 def test_type_changes(old, new, kind):
     assert type_change(ColumnType(old, "x"), ColumnType(new, "x")) == kind
+
+
+def _read_all(statements: list[str], actions: tuple[AdaptDdl, ...], history: dict | None = None) -> tuple[dict, list]:
+    """Each statement read in turn (SCN 100, 110, …) into one source's revisions."""
+    history, readings = dict(history or {}), []
+    for i, text in enumerate(statements):
+        reading = read_ddl(history, text, 100 + 10 * i, "APP", actions)
+        for key, rev in reading.revisions:
+            history[key] = [*history.get(key, []), rev]
+        readings.append(reading)
+    return history, readings
+
+
+PATTERNS = (AdaptDdl("t*", "tmp*|temp*", capture_schema="app"),)
+
+
+def test_a_table_no_add_table_pattern_adds_stays_outside_the_channel():
+    history, readings = _read_all([
+        "CREATE TABLE app.tmp_y (id NUMBER PRIMARY KEY)",
+        "ALTER TABLE app.tmp_y ADD (note VARCHAR2(5))",
+        "TRUNCATE TABLE app.tmp_y",
+        "CREATE TABLE app.tab_1 (id NUMBER PRIMARY KEY)",
+        "DROP TABLE app.tmp_y",
+        "CREATE TABLE app.tmp_y (id NUMBER PRIMARY KEY)",
+    ], PATTERNS)
+    assert [(r.decision, r.truncates) for r in readings] == [
+        ("IGNORE", None), ("IGNORE", None), ("IGNORE", None), ("ADD", None), ("IGNORE", None), ("IGNORE", None)]
+    assert "no AddTablePattern adds APP.TMP_Y" in readings[0].reason
+    # The source dictionary follows it: every revision, none the target takes.
+    assert [(r.scn, r.status, r.decision) for r in history[("APP", "TMP_Y")]] == [
+        (100, "TABLE", OUTSIDE), (110, "TABLE", OUTSIDE), (140, "DROPPED", OUTSIDE), (150, "TABLE", OUTSIDE)]
+    assert history[("APP", "TMP_Y")][1].table.column_names == ("ID", "NOTE")
+    # A table outside is no table of the channel: TAB_1 is its last.
+    _, [dropped] = _read_all(["DROP TABLE app.tab_1"], PATTERNS, history)
+    assert dropped.decision == "FAIL"
+
+
+def test_renames_and_declarations_bring_tables_in_and_out_of_the_channel():
+    declared = {("APP", "TMP_D"): [Revision(-1, parse_create_table("CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)"),
+                                            decision=DECLARED)]}
+    history, readings = _read_all([
+        "CREATE TABLE app.tab_keep (id NUMBER PRIMARY KEY)",  # so that no table here is the channel's last
+        "CREATE TABLE app.tmp_z (id NUMBER PRIMARY KEY)",
+        "ALTER TABLE app.tmp_z RENAME TO tab_z",     # joins under its new name
+        "ALTER TABLE app.tab_z RENAME TO temp_z",    # and leaves (OnDropTable) for a name no pattern adds
+        "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)",  # declared in the channel file: in the channel
+        "DROP TABLE app.tmp_d",                      # leaves the channel
+        "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)",  # new to the channel again: the patterns decide
+    ], PATTERNS, declared)
+    assert [r.decision for r in readings] == ["ADD", "IGNORE", "ADD", "DROP", "ADD", "DROP", "IGNORE"]
+    assert [rev.decision for rev in history[("APP", "TAB_Z")]] == ["ADD", "DROP"]
+    assert [rev.decision for rev in history[("APP", "TEMP_Z")]] == [OUTSIDE]
+    assert [rev.decision for rev in history[("APP", "TMP_D")]] == [DECLARED, "ADD", "DROP", OUTSIDE]
+    # Where no AddTablePattern covers the schema, every new table joins.
+    _, [created] = _read_all(["CREATE TABLE app.tmp_q (id NUMBER PRIMARY KEY)"], (AdaptDdl(),))
+    assert created.decision == "ADD"

@@ -11,6 +11,7 @@ import pytest
 from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
+from lakestreams.audit import run_audit
 from lakestreams.config import Channel
 from lakestreams.pipeline import evolve_gold, format_evolution, run_pipeline
 from silver.changes import change_table_name
@@ -104,11 +105,19 @@ ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED, REMADE = (
 #: SALES tables leave with their targets (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET); HR's
 #: stay in the target, and a table created again keeps its old rows there (KeepOldRows).
 GONE = Scenario("GONE", "SALES")
-ADAPT_DDL = [{"capture_schema": "SALES", "on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}, {"keep_old_rows": True}]
+#: APP's new tables join the channel only if an AddTablePattern adds them (the reference's
+#: example: t* but not tmp*|temp*, and *x): TAB_1 and TMP_X do, TMP_Y never does, TMP_Z
+#: does once renamed TAB_Z, TAB_OUT leaves it when renamed TMP_OUT.
+TAB_1, TMP_X, TMP_Y, TMP_Z, TAB_Z, TAB_OUT, TMP_OUT = (
+    Scenario(n, "APP") for n in ("TAB_1", "TMP_X", "TMP_Y", "TMP_Z", "TAB_Z", "TAB_OUT", "TMP_OUT"))
+ADAPT_DDL = [{"capture_schema": "APP", "add_table_pattern": "t*", "ignore_table_pattern": "tmp*|temp*"},
+             {"capture_schema": "APP", "add_table_pattern": "*x"},
+             {"capture_schema": "SALES", "on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}, {"keep_old_rows": True}]
 #: The apply takes every table's rows and DDL, but a negative rule discards HR.RULED's DDL:
 #: its target keeps its structure (its source dictionary does not).
 RULED = Scenario("RULED")
 APPLY = {"rules": [{"schema": "hr", "include_ddl": True}, {"schema": "sales", "include_ddl": True},
+                   {"schema": "app", "include_ddl": True},
                    {"table": "hr.ruled", "include_dml": False, "include_ddl": True, "inclusion_rule": False}]}
 
 FIRST_LANDING = [
@@ -126,6 +135,7 @@ FIRST_LANDING = [
     *TRUNCATED.ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
     *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(), *REMADE.created(),
     *GONE.created(), *RULED.created(),
+    *TAB_1.created(), *TMP_X.created(), *TMP_Y.created(), *TMP_Z.created(), *TAB_OUT.created(),
 ]
 SECOND_LANDING = [
     *RENAMED.upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
@@ -147,6 +157,13 @@ SECOND_LANDING = [
     *REMADE.ins("t2", 220, {"ID": 2, "NAME": "bob", "HIRED": "2024-05-01T00:00:00"}),
     *RULED.ddl("d2", 200, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
     *RULED.ins("t2", 210, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
+    *TMP_Y.ddl("d2", 200, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+    *TMP_Y.ins("t2", 210, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
+    *TMP_Z.ins("t2", 190, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    *TMP_Z.ddl("d2", 200, "ALTER TABLE hr.emp RENAME TO tab_z"),
+    *TAB_Z.ins("t3", 210, {"ID": 3, "NAME": "cy", "CODE": 1}),
+    *TAB_OUT.ddl("d2", 200, "ALTER TABLE hr.emp RENAME TO tmp_out"),
+    *TMP_OUT.ins("t3", 210, {"ID": 3, "NAME": "cy", "CODE": 1}),
 ]
 
 
@@ -279,6 +296,32 @@ def test_ddl_the_apply_rules_discard_changes_the_source_dictionary_only(spark, e
     # The source dictionary took it: its revision at SCN 200 has EMAIL.
     dictionary = spark.table(ch.storage.table("silver", "dictionary").replace("`", ""))
     assert dictionary.where("table_name = 'RULED' AND revision_scn = 200").count() == 1
+
+
+def test_add_table_pattern_decides_which_new_tables_join_the_channel(spark, evolved):
+    ch = evolved.channel
+    made = {t.name for t in spark.catalog.listTables(ch.storage.schema_name("gold"))}
+    assert {TAB_1.gold_table, TMP_X.gold_table, TAB_Z.gold_table, TAB_OUT.gold_table} <= made
+    assert not {TMP_Y.gold_table, TMP_Z.gold_table, TMP_OUT.gold_table} & made
+    # TAB_Z holds what came after the rename only; TAB_OUT what came before it.
+    assert gold(spark, ch, TAB_Z.gold_table)["rows"] == {(1, 3, "cy")}
+    assert gold(spark, ch, TAB_OUT.gold_table)["rows"] == {(7, 1, "ann")}
+    assert ddl_log(spark, ch, TMP_Y.name) == [(100, "CREATE TABLE", "IGNORE"), (200, "ALTER TABLE", "IGNORE")]
+    assert ddl_log(spark, ch, TMP_Z.name) == [(100, "CREATE TABLE", "IGNORE"), (200, "RENAME TABLE", "ADD")]
+    assert ddl_log(spark, ch, TAB_OUT.name) == [(100, "CREATE TABLE", "ADD"), (200, "RENAME TABLE", "DROP")]
+    # The source dictionary follows a table outside the channel all the same.
+    dictionary = spark.table(ch.storage.table("silver", "dictionary").replace("`", ""))
+    [revision] = dictionary.where("table_name = 'TMP_Y' AND revision_scn = 200").collect()
+    assert revision["target_decision"] == "NOT IN CHANNEL" and "EMAIL" in [c["name"] for c in revision["columns"]]
+    # Their changes are discarded, each with its reason, and counted.
+    outcomes = spark.table(ch.storage.table("silver", "outcomes").replace("`", "")).where(
+        "stage = 'silver' AND bucket = 'discarded' AND owner = 'APP'")
+    assert {(r["transaction_id"], r["reason"]) for r in outcomes.collect()} == {
+        (f"{t}.{n}", f"APP.{s} is not in the channel: no AdaptDDL AddTablePattern added it")
+        for t, n, s in (("TMP_Y", "t1", "TMP_Y"), ("TMP_Y", "t2", "TMP_Y"), ("TMP_Z", "t1", "TMP_Z"),
+                        ("TMP_Z", "t2", "TMP_Z"), ("TMP_OUT", "t3", "TMP_OUT"))}
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
 
 
 def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):
@@ -429,3 +472,28 @@ def test_a_table_made_after_its_source_was_dropped_takes_no_rename_of_its_earlie
         table.replace("`", ""))  # as dbt made it, without a structure mark
     assert not follow_structure(spark, table, first, revs, "gold.hr__emp", (), drop=True)
     assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(1, 3, "cy")}}
+
+
+def test_a_column_dropped_then_taken_by_a_rename_before_gold_follows_holds_the_renamed_values(spark, tmp_path):
+    """DROP COLUMN code, then RENAME COLUMN name TO code, both before gold follows: the old
+    CODE goes first and CODE holds NAME's values (with column mapping and without)."""
+    from lakestreams.spark import ensure_schemas
+    from silver.dictionary import parse_create_table
+    from silver.evolution import Revision, follow_structure
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    first = parse_create_table(EMP_DDL)
+    without_code = parse_create_table(EMP_DDL.replace(", code NUMBER(5)", ""))
+    renamed = parse_create_table(EMP_DDL.replace(", code NUMBER(5)", "").replace("name VARCHAR2(10)", "code VARCHAR2(10)"))
+    revs = [Revision(100, first, decision="ADD"), Revision(150, without_code, decision="ALTER"),
+            Revision(160, renamed, renames=(("CODE", "NAME"),), decision="ALTER")]
+    for name, mapping in (("hr__emp", "'delta.columnMapping.mode' = 'name'"), ("hr__emp_basic", "'a' = 'b'")):
+        table = ch.storage.table("gold", name)
+        spark.sql(f"CREATE TABLE {table} (ID INT, NAME STRING, CODE INT) USING delta TBLPROPERTIES ({mapping})")
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'ann', 7)")
+        changes = follow_structure(spark, table, renamed, revs, f"gold.{name}", (), drop=True)
+        assert (changes.dropped_first, changes.renames) == (("CODE",), (("NAME", "CODE"),))
+        assert gold(spark, ch, name) == {"columns": ["CODE", "ID"], "rows": {("ann", 1)}}
+        # Followed: a second call changes nothing.
+        assert not follow_structure(spark, table, renamed, revs, f"gold.{name}", (), drop=True)
