@@ -22,6 +22,12 @@ def _channel(args: argparse.Namespace) -> Channel:
         storage = dataclasses.replace(storage, catalog=check_identifier(args.catalog, "--catalog"))
     if getattr(args, "schema", None):
         storage = dataclasses.replace(storage, schema=check_identifier(args.schema, "--schema"))
+    if getattr(args, "state", None) is not None:
+        # The bronze checkpoints, the run lock and dbt's files: a deployment keeps them on
+        # storage that outlives its runs (a volume), not next to the synced channel file.
+        if not args.state.strip():
+            raise ConfigError("--state: give a folder")
+        storage = dataclasses.replace(storage, state=Path(args.state).resolve())
     ch = ch.replace(storage=storage)
     if getattr(args, "landing_root", None) is not None:
         # A deployment keeps its landing folders under one root (the bundle's volume): each
@@ -251,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--channel", default=str(DEMO_CHANNEL), help="channel YAML file")
         p.add_argument("--catalog", help="Unity Catalog catalog (overrides the channel file)")
         p.add_argument("--schema", help="schema prefix (overrides the channel file)")
+        p.add_argument("--state", metavar="FOLDER",
+                       help="folder for bronze checkpoints, the run lock and dbt's files (overrides storage.state)")
         p.add_argument("--landing-root", metavar="FOLDER",
                        help="folder holding each landing folder under its name (overrides the channel file's paths)")
         p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",

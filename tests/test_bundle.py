@@ -49,6 +49,7 @@ OPTION_VARIABLES = {
     "--channel": "${var.channel_file}",
     "--catalog": "${var.catalog}",
     "--schema": "${var.schema}",
+    "--state": "${var.state_root}",
 }
 VAR_REFERENCE = re.compile(r"\$\{var\.([A-Za-z][A-Za-z0-9_-]*)")
 
@@ -525,3 +526,21 @@ def test_the_landing_root_holds_each_landing_folder_under_its_name(tmp_path, cap
         assert main(["rules", "--channel", sample, "--landing-root", root]) == 2
         err = capsys.readouterr().err
         assert "--landing-root" in err and "not an existing folder" in err, err
+
+
+def test_the_state_folder_is_the_bundles_not_the_synced_channel_files(tmp_path, capsys) -> None:
+    """Bronze checkpoints, the run lock and dbt's files go where ``--state`` says: in prod a
+    folder that outlives redeploys (the default, a volume); in dev where a local run of the
+    synced sample keeps them."""
+    from lakestreams.cli import _channel, main
+
+    bundle = _bundle()
+    assert bundle["variables"]["state_root"]["default"].startswith("/Volumes/")
+    dev, prefix = bundle["targets"]["dev"]["variables"]["state_root"], "${workspace.file_path}/"
+    sample = str(REPO / "sample_data" / "hr_demo.yml")
+    local = _channel(build_parser().parse_args(["status", "--channel", sample]))
+    assert dev.startswith(prefix) and local.storage.state == REPO / dev[len(prefix):]
+    moved = _channel(build_parser().parse_args(["status", "--channel", sample, "--state", str(tmp_path / "st")]))
+    assert moved.storage.state == (tmp_path / "st").resolve() and moved.storage.warehouse == local.storage.warehouse
+    assert main(["rules", "--channel", sample, "--state", " "]) == 2
+    assert "--state: give a folder" in capsys.readouterr().err

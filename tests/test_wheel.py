@@ -149,11 +149,13 @@ def replicated(spark, installed, tmp_path_factory):
     root = tmp_path_factory.mktemp("wheel_run")
     channel = yaml.safe_load((SAMPLE / "hr_demo.yml").read_text())
     # The tests' warehouse: this session sees the tables the jobs write.
+    # The state folder is the jobs' --state (the bundle's state_root), not the channel file's.
     channel["storage"] = {"warehouse": spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"),
-                          "state": str(root / "state"), "schema": "unused"}
+                          "state": str(root / "unused_state"), "schema": "unused"}
     path = root / "hr_demo.yml"
     path.write_text(yaml.safe_dump(channel, sort_keys=False))
-    variables = {"channel_file": str(path), "schema": SCHEMA, "landing_root": str(SAMPLE / "landing")}
+    variables = {"channel_file": str(path), "schema": SCHEMA, "landing_root": str(SAMPLE / "landing"),
+                 "state_root": str(root / "state")}
     runs = _run_job(installed, root, "lakestreams.job.yml", "lakestreams_replication", variables)
     ch = load_channel(path)
     ch = ch.replace(storage=dataclasses.replace(ch.storage, schema=SCHEMA))
@@ -167,8 +169,10 @@ def replicated(spark, installed, tmp_path_factory):
 # the tests above check the wheel itself.
 @pytest.mark.extended
 def test_the_replication_job_runs_from_the_wheel(spark, replicated):
-    ch, _, _, runs = replicated
+    ch, root, _, runs = replicated
     assert list(runs) == ["bronze", "silver", "evolve", "gold", "audit"]
+    # Checkpoints and dbt's files went to the jobs' --state.
+    assert (root / "state" / "checkpoints").is_dir() and not (root / "unused_state").exists()
     # The DDL step ran before gold had tables: nothing to change.
     assert "no DDL to apply" in runs["evolve"].stdout
     assert "accounting          balanced" in runs["audit"].stdout
