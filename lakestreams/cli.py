@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from lakestreams.config import Channel, check_identifier, load_channel
+from lakestreams.config import Channel, load_channel, with_storage
 from lakestreams.errors import ConfigError, ReplicationError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -16,19 +16,8 @@ DEMO_CHANNEL = REPO / "sample_data" / "hr_demo.yml"
 
 
 def _channel(args: argparse.Namespace) -> Channel:
-    ch = load_channel(args.channel)
-    storage = ch.storage
-    if getattr(args, "catalog", None):
-        storage = dataclasses.replace(storage, catalog=check_identifier(args.catalog, "--catalog"))
-    if getattr(args, "schema", None):
-        storage = dataclasses.replace(storage, schema=check_identifier(args.schema, "--schema"))
-    if getattr(args, "state", None) is not None:
-        # The bronze checkpoints, the run lock and dbt's files: a deployment keeps them on
-        # storage that outlives its runs (a volume), not next to the synced channel file.
-        if not args.state.strip():
-            raise ConfigError("--state: give a folder")
-        storage = dataclasses.replace(storage, state=Path(args.state).resolve())
-    ch = ch.replace(storage=storage)
+    ch = with_storage(load_channel(args.channel), getattr(args, "catalog", None), getattr(args, "schema", None),
+                      getattr(args, "state", None), prefix="--")
     if getattr(args, "landing_root", None) is not None:
         # A deployment keeps its landing folders under one root (the bundle's volume): each
         # landing folder of the channel is the folder of its name there. A mistyped root

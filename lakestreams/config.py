@@ -985,6 +985,27 @@ def channel_column_types(channel: Channel):
     return out
 
 
+def with_storage(
+    channel: Channel, catalog: str | None = None, schema: str | None = None, state: str | None = None,
+    prefix: str = "",
+) -> Channel:
+    """``channel`` with the storage a deployment names: the CLI's ``--catalog``,
+    ``--schema`` and ``--state`` (``prefix`` "--"), a notebook's widgets. An empty catalog
+    or schema (None too) keeps the channel file's; a state folder, once given, must be named."""
+    storage = channel.storage
+    if catalog:
+        storage = dataclasses.replace(storage, catalog=check_identifier(catalog, f"{prefix}catalog"))
+    if schema:
+        storage = dataclasses.replace(storage, schema=check_identifier(schema, f"{prefix}schema"))
+    if state is not None:
+        # The bronze checkpoints, the run lock and dbt's files: a deployment keeps them on
+        # storage that outlives its runs (a volume), not next to the synced channel file.
+        if not state.strip():
+            raise ConfigError(f"{prefix}state: give a folder")
+        storage = dataclasses.replace(storage, state=Path(state).resolve())
+    return channel.replace(storage=storage)
+
+
 def load_channel(path: str | Path) -> Channel:
     """Load a channel YAML file; errors name the file, the line, the key and what is accepted."""
     p = Path(path).resolve()

@@ -7,19 +7,31 @@
 
 # COMMAND ----------
 
-dbutils.widgets.text("channel", "sample_data/hr_demo.yml")  # noqa: F821
+# MAGIC %md The synced repository (this folder's parent) as a package, with what it needs
+# MAGIC but Spark and Delta, which the runtime has. A job whose environment has the wheel can skip it.
+
+# COMMAND ----------
+
+# MAGIC %pip install --quiet ..
+
+# COMMAND ----------
+
+dbutils.widgets.text("channel", "../sample_data/hr_demo.yml")  # noqa: F821  from this folder
+dbutils.widgets.text("catalog", "")  # noqa: F821  empty: the channel file's
+dbutils.widgets.text("schema", "")  # noqa: F821  empty: the channel file's
 channel_file = dbutils.widgets.get("channel")  # noqa: F821
+catalog, schema = dbutils.widgets.get("catalog"), dbutils.widgets.get("schema")  # noqa: F821
 
 # COMMAND ----------
 
 from lakestreams.audit import run_audit
-from lakestreams.config import load_channel
+from lakestreams.config import load_channel, with_storage
 from lakestreams.explore import error_queue_frame, quarantine_reasons
 from lakestreams.pipeline import discard_reasons, format_summary, gold_summary
 from lakestreams.spark import ensure_schemas
 from lakestreams.status import channel_status, format_status
 
-ch = load_channel(channel_file)
+ch = with_storage(load_channel(channel_file), catalog, schema)
 ensure_schemas(spark, ch.storage)  # noqa: F821
 
 # COMMAND ----------

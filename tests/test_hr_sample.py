@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -160,10 +161,13 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
     from lakestreams.explore import run_notebook
 
     ch, root, _ = hr
-    channel_file = root / "channel.yml"
-    channel_file.write_text(yaml.safe_dump(HR_CHANNEL))
-    assert load_channel(channel_file).storage == ch.storage
-    run = run_notebook(notebook, spark, {"channel": str(channel_file)}, tmp_path)
+    # The catalog and schema come from the notebook's widgets, as a deployment names them;
+    # the channel file's would find nothing.
+    channel_file = root / f"channel_{notebook.stem}.yml"
+    channel_file.write_text(yaml.safe_dump({**HR_CHANNEL, "storage": {"schema": "not_deployed"}}))
+    assert load_channel(channel_file).storage != ch.storage
+    widgets = {"channel": str(channel_file), "catalog": ch.storage.catalog, "schema": ch.storage.schema}
+    run = run_notebook(notebook, spark, widgets, tmp_path)
     shown = run.printed + "".join(run.tables)
     for text in NOTEBOOK_SHOWS[notebook.stem]:
         assert text in shown, f"{notebook.name} does not show {text!r}"
@@ -176,6 +180,20 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
         scn_panel, lag_panel = run.figures[0].axes
         assert {line.get_label() for line in scn_panel.get_lines()} == {f"{t} ({src})" for t, src in pairs}
         assert len(lag_panel.get_lines()) == len(pairs) > 5
+
+
+def test_notebooks_install_the_synced_repository_and_default_to_its_sample():
+    """On Databricks a notebook runs in its folder: its first code cell installs the synced
+    repository (this folder's parent), and its channel widget defaults to the sample there."""
+    from lakestreams.explore import CELL, HEADER
+
+    for notebook in NOTEBOOKS:
+        text = notebook.read_text()
+        pip = text.index("# MAGIC %pip install --quiet ..\n")
+        assert text.startswith(HEADER) and pip < text.index("dbutils.widgets"), notebook.name
+        assert CELL in text[pip - len(CELL) - 2:pip], notebook.name  # a cell of its own
+        default = re.search(r'dbutils.widgets.text\("channel", "([^"]+)"\)', text).group(1)
+        assert (notebook.parent / default).resolve() == REPO / "sample_data" / "hr_demo.yml", notebook.name
 
 
 def test_dbt_docs_describe_every_model_and_column_and_bronze_is_fresh(spark, hr):
