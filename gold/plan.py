@@ -56,7 +56,7 @@ from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY
-from silver.run import declared_tables, load_targets, refuse_during_rebuild
+from silver.run import ddl_made_changes, declared_tables, load_targets, refuse_during_rebuild
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
@@ -465,7 +465,7 @@ PLAN_THREADS = 4
 
 def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
     first = Window.partitionBy("_source_database", "_transaction_id").orderBy(
-        F.col("failing_record").isNull(), "_error", "_position"
+        F.col("failing_record").isNull(), F.col("_position").asc_nulls_last(), "_error"
     )
     return failures.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
@@ -830,7 +830,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             # The failing change's record; a failure of the transaction as a whole (none
             # found here or in silver) names its first record.
             F.coalesce(
-                "failing_record", F.filter("_recs", lambda r: r["position"] == F.col("_position"))[0]["raw"],
+                "failing_record", F.get(F.filter("_recs", lambda r: r["position"] == F.col("_position")), 0)["raw"],
                 F.element_at("_recs", 1)["raw"],
             ).alias("failing_record"),
             F.transform("_recs", lambda r: r["raw"]).alias("records"),
@@ -915,10 +915,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         outcome_parts.append(with_inst_literals(mine, inst_rows, sources).select(*inst_cols, "_handled"))
     # A TRUNCATE change a DDL record made (TRUNCATE TABLE; a table created again) is that
     # record, which silver counted as DDL: it is not counted again. DDL-sized.
-    from_ddl = spark.table(st.table("silver", "ddl_log").replace("`", "")).where(
-        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi) & F.col("truncates_table").isNotNull()
-    ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
-             F.col("position").alias("_position"))
+    from_ddl = ddl_made_changes(spark, channel)
     bucketed = [
         part.join(from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti")
         .join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
 from lakestreams.delta_io import create_missing_tables
+from silver.run import ddl_made_changes
 
 BUCKETS = (
     "duplicate", "pending", "control", "rolled_back", "ddl", "discarded", "handled",
@@ -96,9 +97,12 @@ def run_audit(spark: SparkSession, channel: Channel) -> Audit:
         applied_to = int(applied_plans.agg(F.max("silver_to")).first()[0] or 0) if applied_plans is not None else 0
         plan_ids = [r[0] for r in applied_plans.select("plan_id").collect()] if applied_plans is not None else []
         waiting = 0
+        # A TRUNCATE change a DDL record made is that record (counted as DDL).
+        from_ddl = ddl_made_changes(spark, channel)
         for t in spark.catalog.listTables(channel.storage.schema_name("silver")):
             if t.name.startswith("chg__"):
-                waiting += _table(spark, channel, "silver", t.name).where(F.col("_silver_batch") > applied_to).count()
+                waiting += _table(spark, channel, "silver", t.name).where(F.col("_silver_batch") > applied_to).join(
+                    from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti").count()
         errs = _table(spark, channel, "silver", "txn_errors")
         if errs is not None:
             waiting += errs.where(F.col("silver_batch") > applied_to).count()

@@ -87,7 +87,7 @@ def _table(spark: SparkSession, channel: Channel, layer: str, name: str) -> Data
 def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
     """The channel's status (module docstring); empty before its first run."""
     from silver.changes import target_model_name
-    from silver.run import load_targets
+    from silver.run import ddl_made_changes, load_targets
 
     status = ChannelStatus(channel.name)
     bronze = _table(spark, channel, "bronze", "change_records")
@@ -120,9 +120,12 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
 
     # Waiting: released to a change table after the last applied plan. One job over all
     # change tables; one row per change table reaches the driver.
+    # A TRUNCATE change a DDL record made is that record (counted as DDL), not a waiting one.
+    from_ddl = ddl_made_changes(spark, channel)
     waiting = [
         spark.table(channel.storage.table("silver", chg).replace("`", ""))
         .where(F.col("_silver_batch") > applied_to)
+        .join(from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti")
         .select(F.lit(src).alias("s"), F.lit(sowner).alias("o"), F.lit(sname).alias("t"))
         for src, sowner, sname, _tdef, chg in current
     ]

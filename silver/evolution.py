@@ -70,6 +70,7 @@ class DdlReading:
     truncates: tuple[str, str] | None = None  # the table whose rows it removes, if any
     code: str | None = None  # an ERROR's code: Oracle's error number, PARSE, or DDL
     new_table: bool = False  # a CREATE TABLE of a table the dictionary never held (or declared only)
+    outside: bool = False  # of a table outside the channel (no AddTablePattern added it): no target, no processing
 
 
 def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
@@ -89,6 +90,7 @@ def _latest(history: dict, key: tuple[str, str]) -> Revision | None:
 def read_ddl(
     history: dict[tuple[str, str], list[Revision]], text: str, scn: int, default_owner: str | None,
     actions: tuple[AdaptDdl, ...], number_policy: str = "decimal", elsewhere: bool = False,
+    current_schema: str | None = None, declared: frozenset[tuple[str, str]] = frozenset(),
 ) -> DdlReading:
     """One DDL record of one source database against its tables' revisions (``history``,
     (owner, table) → revisions by SCN; not modified). A record that cannot be read, or
@@ -112,22 +114,26 @@ def read_ddl(
     action = action_for(actions, owner)
     last = live is not None and live_tables == [key] and not elsewhere
 
+    schema = current_schema or owner  # the record's current schema: AddTablePattern's without CaptureSchema
+
     def decide(s: DdlStatement, prior: Revision | None, in_channel: bool) -> Decision:
-        added = table_to_add(actions, owner, s.name, owner) if s.name else None
+        added = table_to_add(actions, owner, s.name, schema) if s.name else None
         if action is None and added is None and prior is None and s.kind.startswith("CREATE"):
             # A table new to the dictionary always gets a first target structure.
             return Decision("ADD", "a new table: its first structure")
         return adapt(s, action, prior.table if prior else None, in_channel, last, added)
 
     def left_out(name: str) -> str | None:
-        """Why a table ``owner.name`` new to the channel stays out of it, or None."""
-        if not patterns_govern(actions, owner, owner) or table_to_add(actions, owner, name, owner) is not None:
+        """Why a table ``owner.name`` new to the channel stays out of it, or None. A table
+        the channel file declares is in the channel."""
+        if (owner, name) in declared or not patterns_govern(actions, owner, schema) \
+                or table_to_add(actions, owner, name, schema) is not None:
             return None
         return f"no AddTablePattern adds {owner}.{name}: it is not in the channel, its changes are discarded"
 
     if stmt.kind == "CREATE TABLE":
-        declared = live is not None and live.decision == DECLARED
-        if declared:  # the record replaces the declaration, which put the table in the channel
+        replaces_declaration = live is not None and live.decision == DECLARED
+        if replaces_declaration:  # the record replaces the declaration, which put the table in the channel
             before = live = None
         if live is not None:
             return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} exists already (no DROP TABLE before)",
@@ -135,12 +141,13 @@ def read_ddl(
         table = replace(stmt.table, owner=owner) if stmt.table.owner != owner else stmt.table
         # New to the channel: never seen, outside it before, or dropped from it (OnDropTable).
         joining = before is None or before.decision in (OUTSIDE, "DROP", DROPS_TARGET)
-        out = None if declared or not joining else left_out(stmt.name)
+        out = None if replaces_declaration or not joining else left_out(stmt.name)
         if out is not None:
             rev = Revision(scn, table, decision=OUTSIDE, keep_structure=_keep(action))
-            return DdlReading(stmt.kind, "IGNORE", out, ((key, rev),), new_table=before is None)
+            return DdlReading(stmt.kind, "IGNORE", out, ((key, rev),), new_table=before is None, outside=True)
         if before is not None and before.decision == OUTSIDE:
-            before = None  # the target never held the table: it is new to the channel
+            # What the target knew of the table: its life before it left the channel, if any.
+            before = next((r for r in reversed(history.get(key, [])) if r.decision != OUTSIDE), None)
         d = decide(stmt, None, before is not None)
         if before is None and d.target == "IGNORE":
             d = Decision("ADD", f"a new table: its first structure ({d.reason})")
@@ -163,7 +170,7 @@ def read_ddl(
     if stmt.kind in ("TRUNCATE TABLE", "DROP TABLE"):
         if outside:
             revs = () if stmt.kind == "TRUNCATE TABLE" else ((key, replace(live, scn=scn, status="DROPPED", renames=())),)
-            return DdlReading(stmt.kind, "IGNORE", not_in, revs)
+            return DdlReading(stmt.kind, "IGNORE", not_in, revs, outside=True)
         d = decide(stmt, live, True)
         if stmt.kind == "TRUNCATE TABLE":
             return DdlReading(stmt.kind, d.target, _why(d), truncates=key)
@@ -187,16 +194,17 @@ def read_ddl(
             dropped = replace(live, scn=scn, status="DROPPED", renames=())
             reason = not_in + (f"; the new name: {out}" if out else f"; the new name {new_key[0]}.{new_key[1]} joins "
                                "the channel (AddTablePattern)")
-            return DdlReading("RENAME TABLE", "IGNORE" if out else "ADD", reason, ((key, dropped), (new_key, created)))
+            return DdlReading("RENAME TABLE", "IGNORE" if out else "ADD", reason, ((key, dropped), (new_key, created)),
+                              outside=bool(out))
         d = decide(stmt, live, True)
         dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=_dropped(d))
         then = f"; the new name: {out}" if out else f"; the rows continue as {new_key[0]}.{new_key[1]}"
         return DdlReading("RENAME TABLE", d.target, _why(d) + then, ((key, dropped), (new_key, created)))
     if outside:
         if table == live.table and not renames and table.constraints == live.table.constraints:
-            return DdlReading(stmt.kind, "IGNORE", not_in + "; the table's structure is unchanged")
+            return DdlReading(stmt.kind, "IGNORE", not_in + "; the table's structure is unchanged", outside=True)
         return DdlReading(stmt.kind, "IGNORE", not_in,
-                          ((key, Revision(scn, table, renames=renames, decision=OUTSIDE)),))
+                          ((key, Revision(scn, table, renames=renames, decision=OUTSIDE)),), outside=True)
     d = decide(stmt, live, True)
     if table == live.table and not renames and table.constraints == live.table.constraints and all(
             c.default == o.default for c, o in zip(table.columns, live.table.columns, strict=True)):
@@ -343,7 +351,7 @@ def column_changes(
     done: list[tuple[str, str]] = []
     first: list[str] = []
     for old, new in renames:
-        if drop and old in cur and new in cur and old not in wanted.column_names:
+        if drop and old in cur and new in cur and old not in wanted.column_names and new not in first:
             # ``new`` is a column dropped at the source before ``old`` took its name (the
             # rename was not made: ``old`` is gone from the source). It goes first.
             first.append(new)

@@ -141,6 +141,8 @@ class OracleDdlParser(OracleParser):
             allow_null = True
         while self._match_texts(CONSTRAINT_STATES):
             pass
+        while self._match_texts(COLUMN_PROPERTIES):  # after the constraint as well
+            properties.append(self._skip_clause(stop=(TokenType.COMMA, TokenType.R_PAREN), stop_words=COLUMN_PROPERTIES))
         if dtype is None and default is None and allow_null is None:
             if properties:
                 return self._physical(f"{properties[0]} OF {column.sql('oracle')}")

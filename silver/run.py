@@ -351,6 +351,7 @@ def _dictionary_step(
     ).orderBy("source_database", "commit_scn", "transaction_id", "position").collect()  # DDL records: metadata
     revisions = load_revisions(spark, channel, before_batch=batch)
     actions, policy = channel.adapt_actions(), channel.types.number_without_precision
+    declared = declared_tables(channel)
     dict_rows, log_rows, discards, truncated = [], [], [], set()
     for r in rows:
         src, scn = r["source_database"], r["commit_scn"]
@@ -359,9 +360,13 @@ def _dictionary_step(
         elsewhere = any(s != src and revs[-1].status == "TABLE" and revs[-1].decision != OUTSIDE
                         for (s, _, _), revs in revisions.items())
         owner = r["object_owner"] or r["current_schema"]
-        read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy, elsewhere)
+        read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy, elsewhere, r["current_schema"],
+                        frozenset((o, n) for s, o, n in declared if s == src))
         try:
-            if r["_discard"] is not None:
+            if read.outside:
+                # A table outside the channel has no target: nothing to process or apply.
+                done = Processed(read)
+            elif r["_discard"] is not None:
                 # The apply rules discard this DDL LCR: the target does not take it (the
                 # source dictionary does), and no DDL processing sees it.
                 done = Processed(not_followed(read, f"discarded by the rules: {r['_discard']}"))
@@ -420,7 +425,10 @@ def load_revisions(
             tuple(sorted((r["renames"] or {}).items())), r["target_decision"] or "ADD", bool(r["keep_structure"]),
         ))
     for key, t in declared_tables(channel).items():
-        out.setdefault(key, [Revision(-1, t, decision=DECLARED)])
+        revs = out.setdefault(key, [Revision(-1, t, decision=DECLARED)])
+        if revs[-1].decision == OUTSIDE and revs[-1].status == "TABLE":
+            # Declared after no AddTablePattern added it: in the channel from here on.
+            revs[-1] = dataclasses.replace(revs[-1], decision="ADD")
     return out
 
 
@@ -821,6 +829,15 @@ def derive(
 #: The record columns a change table is made from (``silver.changes.typed_by_revision``).
 CHANGE_INPUT = ("source_database", "transaction_id", "scn", "commit_scn", "commit_time", "position", "command_type",
                 "tag", "_migrated_from", "old_values", "new_values", "raw")
+
+
+def ddl_made_changes(spark: SparkSession, channel: Channel) -> DataFrame:
+    """The TRUNCATE changes DDL records made (``truncations``), by change-table identity
+    (source, transaction, position): the DDL record counts them (bucket ``ddl``), so the
+    plan's outcomes and what waits for gold leave them out. DDL-sized."""
+    return spark.table(_t(channel, "ddl_log").replace("`", "")).where(F.col("truncates_table").isNotNull()).select(
+        F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
+        F.col("position").alias("_position"))
 
 
 def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, table: tuple[str, str]) -> DataFrame:

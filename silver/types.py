@@ -76,6 +76,8 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     args = int_params(dt)
     # The type's name as a whole word: DECRYPT or INTERNAL are no numbers.
     word = re.split(r"[\s(]", upper, maxsplit=1)[0]
+    if t == T.BIGINT:  # sqlglot reads Oracle's LONG (character data) as BIGINT
+        return ColumnType("LONG", "STRING", empty_is_null=True)
     if word in ("INTEGER", "INT", "SMALLINT") and not args:
         return ColumnType(oracle, "DECIMAL(38,0)")
     if t in (T.DECIMAL, T.BIGDECIMAL) or word in ("NUMBER", "NUMERIC", "DEC", "DECIMAL"):
@@ -92,8 +94,6 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
         if s < 0 or s > p:
             return ColumnType(oracle, f"DECIMAL(38,{max(s, 0)})")
         return ColumnType(oracle, f"DECIMAL({p},{s})")
-    if t == T.BIGINT:  # sqlglot reads Oracle's LONG (character data) as BIGINT
-        return ColumnType("LONG", "STRING", empty_is_null=True)
     if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE"):
         return ColumnType(oracle, "DOUBLE")
     if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):

@@ -210,3 +210,50 @@ def test_renames_and_declarations_bring_tables_in_and_out_of_the_channel():
     # Where no AddTablePattern covers the schema, every new table joins.
     _, [created] = _read_all(["CREATE TABLE app.tmp_q (id NUMBER PRIMARY KEY)"], (AdaptDdl(),))
     assert created.decision == "ADD"
+
+
+def test_declarations_current_schema_and_an_earlier_life_decide_membership():
+    # Declared in the channel file: in the channel whatever the patterns say, also when
+    # created again after a DROP.
+    _, readings = _read_all(["CREATE TABLE app.tab_k (id NUMBER PRIMARY KEY)",
+                             "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)", "DROP TABLE app.tmp_d",
+                             "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)"], PATTERNS)
+    assert [r.decision for r in readings] == ["ADD", "IGNORE", "IGNORE", "IGNORE"]
+    history: dict = {}
+    for i, text in enumerate(["CREATE TABLE app.tab_k (id NUMBER PRIMARY KEY)",
+                              "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)", "DROP TABLE app.tmp_d",
+                              "CREATE TABLE app.tmp_d (id NUMBER PRIMARY KEY)"]):
+        reading = read_ddl(history, text, 100 + i, "APP", PATTERNS, declared=frozenset({("APP", "TMP_D")}))
+        for key, rev in reading.revisions:
+            history[key] = [*history.get(key, []), rev]
+    assert [r.decision for r in history[("APP", "TMP_D")]] == ["ADD", "DROP", "REFRESH"]
+    # An AddTablePattern without CaptureSchema covers the record's current schema only.
+    for current, decision in (("APP", "IGNORE"), ("HR", "ADD")):
+        reading = read_ddl({}, "CREATE TABLE app.tmp_q (id NUMBER PRIMARY KEY)", 100, "APP",
+                           (AdaptDdl("t*", "tmp*"),), current_schema=current)
+        assert reading.decision == decision, current
+    # A table that left the channel, stayed out, and is added again is emptied: its target
+    # holds its earlier life's rows (OnDropTable=DROP_FROM_CHANNEL_ONLY kept them).
+    once_in = {("APP", "TMP_E"): [Revision(100, parse_create_table("CREATE TABLE app.tmp_e (id NUMBER PRIMARY KEY)"),
+                                           decision="ADD")]}
+    history, readings = _read_all(["CREATE TABLE app.tab_k (id NUMBER PRIMARY KEY)", "DROP TABLE app.tmp_e",
+                                   "CREATE TABLE app.tmp_e (id NUMBER PRIMARY KEY)", "DROP TABLE app.tmp_e"],
+                                  PATTERNS, once_in)
+    assert [r.decision for r in readings] == ["ADD", "DROP", "IGNORE", "IGNORE"]
+    _, [back] = _read_all(["CREATE TABLE app.tmp_e (id NUMBER PRIMARY KEY)"], (AdaptDdl("t*|tmp_e"),), history)
+    assert (back.decision, back.truncates) == ("REFRESH", ("APP", "TMP_E"))
+
+
+def test_a_target_dropped_with_its_table_stays_dropped_when_the_table_comes_back_outside():
+    from gold.plan import TargetPlan
+    from gold.structure import dropped_targets
+    from silver.evolution import DROPS_TARGET
+
+    t = parse_create_table("CREATE TABLE app.tab_g (id NUMBER PRIMARY KEY)")
+    target = TargetPlan("app__tab_g", "APP", "TAB_G", t, "plan__app__tab_g", (("DBS1", "APP", "TAB_G"),))
+    revs = [Revision(100, t), Revision(110, t, status="DROPPED", decision=DROPS_TARGET)]
+    assert dropped_targets({("DBS1", "APP", "TAB_G"): revs}, [target]) == [target]
+    back_outside = [*revs, Revision(120, t, decision=OUTSIDE)]
+    assert dropped_targets({("DBS1", "APP", "TAB_G"): back_outside}, [target]) == [target]
+    back_in = [*revs, Revision(120, t, decision="ADD")]
+    assert dropped_targets({("DBS1", "APP", "TAB_G"): back_in}, [target]) == []

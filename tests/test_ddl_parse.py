@@ -173,6 +173,14 @@ def test_what_cannot_be_understood_is_refused_with_the_reason(text, message):
         parse_ddl(text)
 
 
+def test_column_properties_and_long_are_read_for_what_they_are():
+    # A property after the NOT NULL, too; LONG is character data (sqlglot reads it as BIGINT).
+    assert parse_ddl("ALTER TABLE hr.employees MODIFY (email NOT NULL ENCRYPT)").actions == (
+        ModifyColumn(ColumnSpec("EMAIL", None, False, None)),)
+    t = parse_create_table("CREATE TABLE hr.t (a LONG, b INTEGER, c NUMBER(19))")
+    assert [c.type.spark for c in t.columns] == ["STRING", "DECIMAL(38,0)", "DECIMAL(19,0)"]
+
+
 def test_revisions_follow_column_changes():
     t = evolve(EMP, parse_ddl("ALTER TABLE hr.employees ADD (bonus NUMBER(4) DEFAULT 5 NOT NULL)"))
     assert t.column_names[-1] == "BONUS" and not t.column("BONUS").nullable and t.column("BONUS").default == "5"
