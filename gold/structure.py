@@ -23,7 +23,7 @@ from gold.plan import TargetPlan, history_tables
 from lakestreams.config import Channel
 from lakestreams.delta_io import drop_table
 from lakestreams.timing import step
-from silver.evolution import DROPS_TARGET, OUTSIDE, ColumnChanges, Revision, follow_structure
+from silver.evolution import DROPS_TARGET, ColumnChanges, Revision, channel_life, follow_structure
 from silver.run import load_revisions
 
 
@@ -63,7 +63,7 @@ def dropped_targets(revisions: dict[tuple[str, str, str], list[Revision]], targe
     def gone(source: tuple[str, str, str]) -> bool:
         # A table back outside the channel since (no AddTablePattern adds it) does not
         # bring its target back.
-        revs = [r for r in revisions.get(source, []) if r.decision != OUTSIDE]
+        revs = channel_life(revisions.get(source, []))
         return bool(revs) and revs[-1].status == "DROPPED" and revs[-1].decision == DROPS_TARGET
 
     return [t for t in targets if t.sources and all(gone(s) for s in t.sources)]

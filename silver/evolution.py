@@ -82,6 +82,17 @@ def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
     return None
 
 
+def in_channel(revisions: list[Revision]) -> bool:
+    """The table is at the source now and in the channel (the channel's last table is
+    counted among these)."""
+    return bool(revisions) and revisions[-1].status == "TABLE" and revisions[-1].decision != OUTSIDE
+
+
+def channel_life(revisions: list[Revision]) -> list[Revision]:
+    """The revisions of a table while it was in the channel: what its target knew."""
+    return [r for r in revisions if r.decision != OUTSIDE]
+
+
 def _latest(history: dict, key: tuple[str, str]) -> Revision | None:
     revs = history.get(key)
     return revs[-1] if revs else None
@@ -110,7 +121,7 @@ def read_ddl(
     key = (owner, stmt.name)
     before = _latest(history, key)
     live = before if before is not None and before.status == "TABLE" else None
-    live_tables = [k for k, revs in history.items() if revs and revs[-1].status == "TABLE" and revs[-1].decision != OUTSIDE]
+    live_tables = [k for k, revs in history.items() if in_channel(revs)]
     action = action_for(actions, owner)
     last = live is not None and live_tables == [key] and not elsewhere
 
@@ -147,7 +158,7 @@ def read_ddl(
             return DdlReading(stmt.kind, "IGNORE", out, ((key, rev),), new_table=before is None, outside=True)
         if before is not None and before.decision == OUTSIDE:
             # What the target knew of the table: its life before it left the channel, if any.
-            before = next((r for r in reversed(history.get(key, [])) if r.decision != OUTSIDE), None)
+            before = _latest({key: channel_life(history.get(key, []))}, key)
         d = decide(stmt, None, before is not None)
         if before is None and d.target == "IGNORE":
             d = Decision("ADD", f"a new table: its first structure ({d.reason})")

@@ -47,6 +47,7 @@ from silver.evolution import (
     OUTSIDE,
     Revision,
     follow_structure,
+    in_channel,
     mark_structure,
     read_ddl,
     target_structures,
@@ -357,8 +358,7 @@ def _dictionary_step(
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
         # A channel's last table is the channel's, not one source database's.
-        elsewhere = any(s != src and revs[-1].status == "TABLE" and revs[-1].decision != OUTSIDE
-                        for (s, _, _), revs in revisions.items())
+        elsewhere = any(s != src and in_channel(revs) for (s, _, _), revs in revisions.items())
         owner = r["object_owner"] or r["current_schema"]
         read = read_ddl(history, r["ddl_text"], scn, owner, actions, policy, elsewhere, r["current_schema"],
                         frozenset((o, n) for s, o, n in declared if s == src))
