@@ -45,6 +45,33 @@ BRONZE_COLUMNS = {
     "_ingested_at": "When bronze ingested the record (the source's freshness)",
 }
 
+#: A description of every column of a plan table (``gold.plan.build_target_plan``).
+PLAN_COLUMNS = {
+    "_seq": "Apply order of the change in this plan (commit time, source, commit SCN, transaction, position)",
+    "_root": "Row incarnation the change belongs to (an INSERT starts one; key moves carry it)",
+    "_gap": "The change meets no row this plan left on its key (gold's row is looked up)",
+    "_taken": "The key the change claims holds a row already",
+    "_claim_first": "The claim is the plan's first event on its key (gold decides whether it is taken)",
+    "_op": "I, U, D or T (TRUNCATE)", "_okey": "Replication key before the change (null-safe match)",
+    "_nkey": "Replication key after the change", "_new": "Column values after the change, typed by the target",
+    "_new_present": "Columns the change carries (the others keep their values)",
+    "_source_database": "Source database of the change", "_transaction_id": "Source transaction",
+    "_commit_scn": "Commit SCN of the transaction", "_commit_time": "Commit time of the transaction",
+    "_position": "Order of the change in its transaction",
+    "_decided": "The change was judged by the plan (conflicts, handlers) before the apply",
+    "_refold_old": "The key the change leaves is folded again from history (a late change)",
+    "_refold_new": "The key the change takes is folded again from history (a late change)",
+    "_plan_id": "Plan that wrote the row",
+}
+#: A description of every column of the effective instantiation table (``gold.plan.effective_instantiation``).
+INSTANTIATION_COLUMNS = {
+    "source_database": "Source database", "owner": "Owner of the source table", "table_name": "Source table",
+    "instantiation_scn": "Changes committed at or below it are not applied (the snapshot's own transaction is)",
+    "origin": "What set it: a snapshot, a table, schema or global setting, the CREATE TABLE record, the ignore SCN",
+    "ignore_scn": "Floor below which no instantiation SCN may be set",
+    "snapshot_transaction": "Transaction of the snapshot that instantiated the table at that SCN, if any",
+}
+
 
 def project_root() -> Path:
     """The dbt project shipped with lakestreams (package data of ``gold``)."""
@@ -120,7 +147,7 @@ def model_yml(t: TargetPlan, options: TargetSpec | None = None) -> dict:
         "description": f"Replica of {t.owner}.{t.table} ({d.key_kind} {', '.join(d.key_columns)}), applied by "
                        f"lakestreams_apply{kept}.",
         "columns": columns,
-        "data_tests": [{"unique_key": {"columns": list(d.key_columns)}}],
+        "data_tests": [{"unique_key": {"arguments": {"columns": list(d.key_columns)}}}],
     }
 
 
@@ -136,8 +163,10 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
         shutil.copytree(src / folder, dst / folder)
     gen = dst / "models" / "generated"
     gen.mkdir(parents=True, exist_ok=True)
-    tables = [{"name": "instantiation", "description": "Effective instantiation SCN per source and table"}]
-    tables += [{"name": t.plan_table, "description": f"Apply plan of {t.owner}.{t.table}"} for t in all_targets]
+    tables = [{"name": "instantiation", "description": "Effective instantiation SCN per source and table",
+               "columns": [{"name": k, "description": v} for k, v in INSTANTIATION_COLUMNS.items()]}]
+    tables += [{"name": t.plan_table, "description": f"Apply plan of {t.owner}.{t.table}",
+                "columns": [{"name": k, "description": v} for k, v in PLAN_COLUMNS.items()]} for t in all_targets]
     bronze = {
         "name": "change_records",
         "description": "Change records (row and DDL LCRs, commits and rollbacks) as bronze ingested them, "
@@ -185,11 +214,20 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
     return dst
 
 
-def run_dbt(spark: SparkSession, project: Path, args: list[str]) -> list[tuple[str, str, str]]:
-    """Invoke dbt in this process; returns (node, status, message) and raises on failure."""
+def run_dbt(spark: SparkSession, project: Path, args: list[str], warnings: list[str] | None = None,
+            ) -> list[tuple[str, str, str]]:
+    """Invoke dbt in this process; returns (node, status, message) and raises on failure.
+    ``warnings``, if given, receives the message of every event dbt logs at warn or error level."""
     from dbt.cli.main import dbtRunner
 
-    res = dbtRunner(callbacks=dbt_callbacks()).invoke(
+    callbacks = dbt_callbacks()
+    if warnings is not None:
+        def on_event(event) -> None:
+            if event.info.level in ("warn", "error"):
+                warnings.append(event.info.msg)
+
+        callbacks.append(on_event)
+    res = dbtRunner(callbacks=callbacks).invoke(
         [*args, "--project-dir", str(project), "--profiles-dir", str(project), "--quiet", "--no-use-colors"]
     )
     out = []
@@ -234,21 +272,24 @@ def _use_catalog(spark: SparkSession, channel: Channel) -> None:
         spark.catalog.setCurrentCatalog(channel.storage.catalog)
 
 
-def generate_docs(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan]) -> Path:
+def generate_docs(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan],
+                  warnings: list[str] | None = None) -> Path:
     """``dbt docs generate`` on the staged project: every gold model, its columns and the
     sources, described; returns the folder of ``index.html``, ``manifest.json`` and
-    ``catalog.json``."""
+    ``catalog.json``. ``warnings``, if given, receives what dbt warned of (none, cleanly)."""
     _use_catalog(spark, channel)
     project = stage_project(channel, all_targets)
-    run_dbt(spark, project, ["docs", "generate"])
+    run_dbt(spark, project, ["docs", "generate"], warnings)
     return project / "target"
 
 
-def source_freshness(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan]) -> list[tuple[str, str, str]]:
+def source_freshness(spark: SparkSession, channel: Channel, all_targets: list[TargetPlan],
+                     warnings: list[str] | None = None) -> list[tuple[str, str, str]]:
     """``dbt source freshness``: the age of the newest bronze record against ``FRESHNESS``;
-    (source, status, message) with status pass, warn or error (an error raises ApplyError)."""
+    (source, status, message) with status pass, warn or error (an error raises ApplyError).
+    ``warnings``, if given, receives what dbt warned of."""
     _use_catalog(spark, channel)
     if not spark.catalog.tableExists(channel.storage.table("bronze", "change_records").replace("`", "")):
         raise ApplyError("source freshness: bronze has no change records table yet (run lakestreams bronze first)")
     project = stage_project(channel, all_targets)
-    return run_dbt(spark, project, ["source", "freshness"])
+    return run_dbt(spark, project, ["source", "freshness"], warnings)

@@ -217,7 +217,10 @@ def cmd_docs(args: argparse.Namespace) -> int:
     ch = _channel(args)
     spark = _session(ch)
     targets = known_targets(spark, ch)
-    print(f"dbt docs: {generate_docs(spark, ch, targets) / 'index.html'}")
+    warned: list[str] = []
+    print(f"dbt docs: {generate_docs(spark, ch, targets, warned) / 'index.html'}")
+    for w in warned:
+        print(f"dbt docs warning: {w}", file=sys.stderr)
     for source, status, message in source_freshness(spark, ch, targets):
         print(f"freshness of {source}: {status} {message}".rstrip())
     return 0

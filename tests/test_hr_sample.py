@@ -8,11 +8,13 @@ import re
 import pytest
 import yaml
 from chispa import assert_df_equality
-from conftest import REPO, table_versions
+from conftest import REPO, make_channel, table_versions, write_lines
 from pyspark.sql import functions as F
+from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
 from lakestreams.config import channel_from_dict
+from lakestreams.errors import ApplyError
 from lakestreams.pipeline import run_pipeline
 from lakestreams.sample import generate_hr_sample
 from lakestreams.status import channel_status
@@ -197,12 +199,14 @@ def test_notebooks_install_the_synced_repository_and_default_to_its_sample():
 
 
 def test_dbt_docs_describe_every_model_and_column_and_bronze_is_fresh(spark, hr):
-    from gold.dbt import BRONZE_SOURCE, generate_docs, source_freshness
+    from gold.dbt import BRONZE_SOURCE, SOURCE, generate_docs, source_freshness
     from lakestreams.pipeline import known_targets
 
     ch, _, _ = hr
     targets = known_targets(spark, ch)
-    folder = generate_docs(spark, ch, targets)
+    warned: list[str] = []
+    folder = generate_docs(spark, ch, targets, warned)
+    assert warned == []
     manifest = json.loads((folder / "manifest.json").read_text())
     catalog = json.loads((folder / "catalog.json").read_text())
     assert (folder / "index.html").is_file()
@@ -221,8 +225,38 @@ def test_dbt_docs_describe_every_model_and_column_and_bronze_is_fresh(spark, hr)
     bronze = catalog["sources"][sources["change_records"]["unique_id"]]["columns"]
     described = {c: v["description"] for c, v in sources["change_records"]["columns"].items()}
     assert bronze and set(bronze) <= set(described) and all(described.values())
+    # So is every column of the plan tables and of the instantiation table the models read.
+    plan_sources = [n for n in manifest["sources"].values() if n["source_name"] == SOURCE]
+    assert len(plan_sources) == len(targets) + 1
+    for node in plan_sources:
+        columns = catalog["sources"][node["unique_id"]]["columns"]
+        described = {c: v["description"] for c, v in node["columns"].items()}
+        assert columns and set(columns) <= set(described) and all(described.values()), node["name"]
     # The run ingested just now: bronze is fresh.
     assert [(n, s) for n, s, _ in source_freshness(spark, ch, targets)] == [("change_records", "pass")]
+
+
+def test_bronze_turns_stale_after_an_hour_and_fails_freshness_after_a_day(spark, tmp_path):
+    """The bronze source's freshness is its newest ingestion time: an hour old warns (and
+    dbt's warning reaches the caller), a day old is an error."""
+    from gold.dbt import source_freshness
+
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", Txn("t1", 100).ddl(REGIONS_DDL).commit())
+    run_pipeline(spark, ch, stages=("bronze",))
+    bronze = ch.storage.table("bronze", "change_records")
+    fresh: list[str] = []
+    assert [s for _, s, _ in source_freshness(spark, ch, [], fresh)] == ["pass"]
+    assert not [w for w in fresh if "change_records" in w], fresh
+    # Ageing the landing (bronze is append-only: this scratch channel's table lets it go).
+    spark.sql(f"ALTER TABLE {bronze} SET TBLPROPERTIES ('delta.appendOnly' = 'false')")
+    spark.sql(f"UPDATE {bronze} SET _ingested_at = _ingested_at - INTERVAL 2 HOURS")
+    stale: list[str] = []
+    assert [s for _, s, _ in source_freshness(spark, ch, [], stale)] == ["warn"]
+    assert [w for w in stale if "change_records" in w], stale
+    spark.sql(f"UPDATE {bronze} SET _ingested_at = _ingested_at - INTERVAL 1 DAY")
+    with pytest.raises(ApplyError, match="dbt source failed: change_records: error"):
+        source_freshness(spark, ch, [])
 
 
 def test_every_bronze_column_has_a_description():
