@@ -47,7 +47,12 @@ from gold.late import (
     tombstone_rows,
     truncate_floors,
 )
-from gold.snapshot import above_instantiation, with_snapshot_truncates
+from gold.snapshot import (
+    IMPLIED_ORIGIN,
+    above_instantiation,
+    pending_refreshes,
+    with_snapshot_truncates,
+)
 from lakestreams.config import Channel
 from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state, overwrite
 from lakestreams.errors import ApplyError
@@ -215,7 +220,8 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     """Per source database after ``plan``: the low watermark (every transaction committed
     at or below it is applied or decided: discarded, rolled back, in the error queue), the
     high watermark (no change committed above it is applied) and the oldest SCN of pending
-    work (released after the plan, or not complete yet: its first record's SCN)."""
+    work (released after the plan, or not complete yet: its first record's SCN). A table
+    waiting for a snapshot since SCN s (``pending_refreshes``) holds the low watermark below s."""
     st = channel.storage
     txns = spark.table(st.table("silver", "transactions").replace("`", ""))
     decided = txns.where(F.col("released_batch") <= plan.silver_to).groupBy("source_database").agg(
@@ -228,13 +234,17 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     applied = spark.table(st.table("gold", "apply_progress").replace("`", "")).groupBy("source_database").agg(
         F.max("applied_scn").alias("high_watermark"))
     sources = ledger.select("source_database").distinct()
+    # The instantiation the plan applied (silver.instantiation), not snapshots landed since.
+    refresh = pending_refreshes(spark, channel, spark.table(st.table("silver", "instantiation").replace("`", "")),
+                                plan.silver_to).groupBy("source_database").agg(F.min("since_scn").alias("_refresh"))
     oldest = F.least("_released", "_unreleased")
     return (
         sources.join(decided, "source_database", "left").join(released_later, "source_database", "left")
         .join(unreleased, "source_database", "left").join(applied, "source_database", "left")
+        .join(refresh, "source_database", "left")
         .select(
             F.lit(plan.plan_id).cast("bigint").alias("plan_id"), "source_database",
-            F.least("_processed", oldest - 1).alias("low_watermark"), "high_watermark",
+            F.least("_processed", oldest - 1, F.col("_refresh") - 1).alias("low_watermark"), "high_watermark",
             oldest.alias("oldest_pending_scn"), F.current_timestamp().alias("at"),
         )
     )
@@ -323,7 +333,7 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
             .when(F.col("_t").isNotNull(), LEVEL_ORIGIN["TABLE"])
             .when(F.col("_s").isNotNull(), LEVEL_ORIGIN["SCHEMA"])
             .when(F.col("_g").isNotNull(), LEVEL_ORIGIN["GLOBAL"])
-            .when(F.col("_implied") >= F.coalesce("ignore_scn", F.lit(-1)), "CREATE TABLE record")
+            .when(F.col("_implied") >= F.coalesce("ignore_scn", F.lit(-1)), IMPLIED_ORIGIN)
             .when(F.col("ignore_scn").isNotNull(), "ignore SCN").alias("origin"),
             "ignore_scn",
             # The snapshot's own transaction is applied: it is the table's state at the SCN.

@@ -12,16 +12,25 @@ from changes ordered before it go, changes ordered after it stay (a snapshot old
 changes already applied re-folds those keys from history, ``gold.late``), and then its
 rows are inserted. Soft deletes, SCD2 versions and the TimeKey log follow the TRUNCATE
 as they do for a source TRUNCATE.
+
+A snapshot is also what a target waits for after a DDL record changed its rows without row
+changes (a REFRESH the change history cannot make: ``silver.refreshes``,
+``pending_refreshes``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lakestreams.config import Channel
+from lakestreams.delta_io import local_rows
+
+#: The origin of an instantiation SCN no one set: the table's first CREATE TABLE record.
+IMPLIED_ORIGIN = "CREATE TABLE record"
 #: The change and the transaction of a stamp, as the plan's rows name them.
 TXN = ["_source_database", "_transaction_id"]
 
@@ -53,3 +62,43 @@ def with_snapshot_truncates(rows: DataFrame, with_inst: Callable[[DataFrame], Da
     )
     kept = flagged.where(~(F.col("_snapshot") & (F.col("_op") == "T")))
     return kept.unionByName(opening).drop("_snapshot")
+
+
+def pending_refreshes(spark: SparkSession, channel: Channel, instantiation: DataFrame,
+                      to_batch: int | None = None) -> DataFrame:
+    """The source tables whose target waits for a snapshot: a DDL record at SCN ``since_scn``
+    changed their rows without row changes (``silver.refreshes``: a partition truncated or
+    exchanged, a source default filling the existing rows, a table renamed into the
+    channel), and nothing has made the target whole since. What does: an instantiation at
+    or above that SCN that loaded the target (``instantiation``, as a plan used it: a
+    snapshot, or an instantiation SCN an operator set; not the CREATE TABLE record's), a
+    TRUNCATE TABLE or a CREATE TABLE again (the table is empty from there), a DROP TABLE.
+    Only tables with a target count; ``to_batch``: what silver batches up to it recorded.
+    One row per table (the earliest refresh not made, and why); metadata, grows with DDL."""
+    st = channel.storage
+    keys = ["source_database", "owner", "table_name"]
+    out = "source_database STRING, owner STRING, table_name STRING, since_scn BIGINT, transaction_id STRING, reason STRING"
+    name = st.table("silver", "refreshes").replace("`", "")
+    if not spark.catalog.tableExists(name):  # written by a silver batch of this version
+        return local_rows(spark, [], out)
+
+    def upto(df: DataFrame, column: str) -> DataFrame:
+        return df if to_batch is None else df.where(F.col(column) <= F.lit(to_batch))
+
+    targets = spark.table(st.table("silver", "targets").replace("`", "")).select(
+        "source_database", F.col("source_owner").alias("owner"), F.col("source_table").alias("table_name"))
+    refreshes = upto(spark.table(name), "silver_batch").join(targets, keys, "left_semi")
+    log = upto(spark.table(st.table("silver", "ddl_log").replace("`", "")), "silver_batch")
+    emptied = log.where(F.col("truncates_table").isNotNull()).select(
+        "source_database", F.col("truncates_owner").alias("owner"), F.col("truncates_table").alias("table_name"),
+        F.col("commit_scn").alias("_at"))
+    dropped = upto(spark.table(st.table("silver", "dictionary").replace("`", "")), "silver_batch").where(
+        "status = 'DROPPED'").select(*keys, F.col("revision_scn").alias("_at"))
+    loaded = instantiation.where(F.col("origin") != F.lit(IMPLIED_ORIGIN)).select(
+        *keys, F.col("instantiation_scn").alias("_at"))
+    made_whole = loaded.unionByName(emptied).unionByName(dropped)
+    open_ = refreshes.join(made_whole, keys, "left").groupBy(*keys, "scn", "transaction_id", "reason").agg(
+        F.max("_at").alias("_whole")).where(F.coalesce(F.col("_whole") < F.col("scn"), F.lit(True)))
+    first = Window.partitionBy(*keys).orderBy("scn", "transaction_id")
+    return open_.withColumn("_n", F.row_number().over(first)).where("_n = 1").select(
+        *keys, F.col("scn").alias("since_scn"), "transaction_id", "reason")

@@ -6,7 +6,8 @@ and each known target is made to hold its current definition before the plan rea
 (``lakestreams evolve``, the gold stage's first step), with
 ``silver.evolution.follow_structure``: renames and drops in place, new columns, widened
 types; a type Delta cannot widen rewrites the table (the values converted, a value that does
-not convert stops the apply with the reason). History tables (SCD2 versions, the
+not convert stops the apply with the reason), or, under AdaptDDL
+``on_preserve_alter_table_fail: FAIL_INTEG_JOB``, stops the apply before it. History tables (SCD2 versions, the
 TimeKey log) get the renames, new columns and types too, but keep every column.
 
 A target whose source tables were all dropped under OnDropTable=DROP_FROM_CHANNEL_AND_TARGET
@@ -23,7 +24,14 @@ from gold.plan import TargetPlan, history_tables
 from lakestreams.config import Channel
 from lakestreams.delta_io import drop_table
 from lakestreams.timing import step
-from silver.evolution import DROPS_TARGET, ColumnChanges, Revision, channel_life, follow_structure
+from silver.evolution import (
+    DROPS_TARGET,
+    ColumnChanges,
+    Revision,
+    action_for,
+    channel_life,
+    follow_structure,
+)
 from silver.run import load_revisions
 
 
@@ -47,11 +55,13 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
             if t.model in dropped_models:
                 continue
             revs = revisions.get(t.sources[0], []) if t.sources else []
+            action = action_for(channel.adapt_actions(), t.sources[0][1]) if t.sources else None
+            policy = action.on_preserve_alter_table_fail if action else "CREATE_AS_SELECT"
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):
                 table = channel.storage.table("gold", name)
                 if not spark.catalog.tableExists(table.replace("`", "")):
                     continue
-                changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop)
+                changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop, policy)
                 if changes:
                     out[name] = changes
     return out

@@ -8,7 +8,9 @@ Per target table and source database:
   has taken yet;
 - open: records of transactions not complete yet (no commit seen, or records still missing);
 - errors: transactions in the error queue holding changes of it (changes it is missing);
-- last DDL: the newest DDL record about its source table, and what was decided.
+- last DDL: the newest DDL record about its source table, and what was decided;
+- refresh: the SCN from which its target waits for a snapshot, and why (a DDL record
+  changed rows without row changes: ``gold.snapshot.pending_refreshes``).
 
 For the channel: per source database the SCN up to which every gold table holds every
 change (the low watermark of the last applied plan) and the oldest SCN still pending; the
@@ -46,6 +48,8 @@ class TableStatus:
     open: int = 0
     errors: int = 0
     last_ddl: str | None = None  # "SCN n STATEMENT → decision"
+    refresh_since: int | None = None  # the target waits for a snapshot at or above this SCN
+    refresh_reason: str | None = None
 
 
 @dataclass
@@ -184,6 +188,17 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
             if row is not None:
                 row.last_ddl = f"SCN {r['commit_scn']} {r['statement']} → {r['decision']}"
 
+    # Refresh: targets waiting for a snapshot. One row per such table.
+    # As the last plan instantiated the tables (a snapshot landed since is not in gold yet).
+    inst = _table(spark, channel, "silver", "instantiation")
+    if inst is not None:
+        from gold.snapshot import pending_refreshes
+
+        for r in pending_refreshes(spark, channel, inst).collect():
+            row = rows.get((r["source_database"], r["owner"], r["table_name"]))
+            if row is not None:
+                row.refresh_since, row.refresh_reason = int(r["since_scn"]), r["reason"]
+
     # Per source: the watermarks of the last applied plan.
     marks = _table(spark, channel, "gold", "apply_watermarks")
     if marks is not None:
@@ -227,4 +242,10 @@ def format_status(s: ChannelStatus) -> str:
             scn = str(t.applied_scn) if t.applied_scn is not None else "-"
             lines.append(f"  {t.target:<{width}}  {t.source_database + ' ' + t.source_table:<{swidth}}  {scn:>11}  "
                          f"{_when(t.applied_at):<19}  {t.waiting:>7}  {t.open:>6}  {t.errors:>6}  {t.last_ddl or '-'}")
+    waiting = [t for t in s.tables if t.refresh_since is not None]
+    if waiting:
+        lines.append("  waiting for a snapshot (land one at or above the SCN: a snapshot landing, or "
+                     "lakestreams compare TABLE SNAPSHOT --resnapshot):")
+        lines.extend(f"    {t.target} ({t.source_database} {t.source_table}) since SCN {t.refresh_since}: {t.refresh_reason}"
+                     for t in waiting)
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from silver.ddl import (
     RenameColumn,
     RenameTable,
 )
-from silver.dictionary import TableDef
+from silver.dictionary import LOB_TYPES, TableDef
 from silver.types import ColumnType, int_params
 
 ON_DROP_TABLE = ("KEEP", "DROP_FROM_CHANNEL_ONLY", "DROP_FROM_CHANNEL_AND_TARGET")
@@ -79,6 +79,10 @@ class AdaptDdl:
         ):
             if value not in allowed:
                 raise ConfigError(f"AdaptDDL {name}: {value!r} is not one of {', '.join(allowed)}")
+        if self.on_preserve_alter_table_fail == "WARNING":
+            raise ConfigError("AdaptDDL OnPreserveAlterTableFail: WARNING is not supported: the target would keep a "
+                              "column type its new values may not fit, and the apply would store NULL in their place "
+                              "without a trace; use CREATE_AS_SELECT (rewrite) or FAIL_INTEG_JOB (stop)")
         if self.add_table_pattern is not None:
             _check_pattern(self.add_table_pattern, "AdaptDDL AddTablePattern")
         if self.ignore_table_pattern is not None:
@@ -183,13 +187,17 @@ class Decision:
     (rebuild or reload the target after ``alters``), ADD (a new table joins the channel:
     create and instantiate its target), DROP (leave the channel; ``drop_target`` says
     whether the target table goes too), TRUNCATE (a special DML) or FAIL (stop
-    integrating the table until an operator acts). ``warnings``: what the log must say."""
+    integrating the table until an operator acts). ``warnings``: what the log must say.
+    ``reload``: a REFRESH whose rows the change history cannot give (rows changed at the
+    source without row changes; a source default filling the existing rows): the target
+    needs a snapshot at or above the statement's SCN."""
 
     target: str
     reason: str
     alters: tuple = ()
     drop_target: bool = False
     warnings: tuple[str, ...] = ()
+    reload: bool = False
 
 
 def adapt(
@@ -218,7 +226,7 @@ def adapt(
     if stmt.kind == "DROP TABLE":
         return _drop(action, last_table, "DROP TABLE")
     alters: list = []
-    refresh, warnings, reasons = False, [], []
+    refresh, reload, warnings, reasons = False, False, [], []
     for a in stmt.actions:
         if isinstance(a, RenameTable):
             # A DROP of the old name and a CREATE of the new one (if a pattern adds it).
@@ -231,8 +239,9 @@ def adapt(
                 if policy == "FAIL_INTEG_JOB":
                     return Decision("FAIL", f"column {a.column.name} is added with a default (OnAddColumnWithDefault=FAIL_INTEG_JOB)")
                 if policy == "REFRESH":
-                    refresh = True
-                    reasons.append(f"{a.column.name} has a source default: refresh (OnAddColumnWithDefault=REFRESH)")
+                    refresh = reload = True
+                    reasons.append(f"{a.column.name} has a source default: refresh (OnAddColumnWithDefault=REFRESH), "
+                                   "the existing rows' value is in no change: a snapshot reloads the target")
                 else:
                     warnings.append(f"column {a.column.name} is added with a default; existing target rows hold NULL")
             alters.append(a)
@@ -272,13 +281,28 @@ def adapt(
             else:
                 alters.append(a)  # the replication key may change; the caller compares keys
         elif isinstance(a, Physical):
-            if any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS):
+            if a.text.startswith(("ENCRYPT", "DECRYPT")):
+                # HVR refreshes a table whose column encryption changes; the values captured
+                # are the clear ones, so the rows follow from the change history.
                 refresh = True
-                reasons.append(f"{a.text.split(' ')[0]} of a partition changes rows without row changes: refresh")
+                reasons.append(f"{a.text.split(' ')[0]}: the column's encryption changes: refresh, "
+                               "its rows follow from the change history")
+            elif any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS):
+                refresh = reload = True
+                reasons.append(f"{a.text.split(' ')[0]} of a partition changes rows without row changes: refresh, "
+                               "a snapshot reloads the target")
             else:
                 reasons.append(f"{a.text.split(' ')[0]}: physical, not replicated")
+    if before is not None and before.key_kind == "ALL COLUMNS" and any(
+            (isinstance(a, DropColumn) and a.name in before.key_columns)
+            or (isinstance(a, AddColumn) and a.column.type is not None
+                and not a.column.type.oracle.upper().startswith(LOB_TYPES)) for a in alters):
+        # The replication key is every column: a column added or dropped changes the key.
+        refresh = True
+        reasons.append("the table has no key (all columns are the replication key) and gains or loses a column: "
+                       "refresh, its rows follow from the change history")
     if refresh:
-        return Decision("REFRESH", "; ".join(reasons), tuple(alters), warnings=tuple(warnings))
+        return Decision("REFRESH", "; ".join(reasons), tuple(alters), warnings=tuple(warnings), reload=reload)
     if alters:
         return Decision("ALTER", "; ".join(reasons) or "the target follows", tuple(alters), warnings=tuple(warnings))
     return Decision("IGNORE", "; ".join(reasons) or "nothing to change", warnings=tuple(warnings))

@@ -110,7 +110,10 @@ class DdlStatement:
     """One DDL record, understood.
 
     ``kind``: CREATE TABLE, CREATE TABLE AS SELECT, ALTER TABLE, DROP TABLE, TRUNCATE
-    TABLE, or IGNORED (``object_type`` says what it was about)."""
+    TABLE, CREATE UNIQUE INDEX (``owner``/``name``: its table; one ``AddConstraint`` UNIQUE
+    named as the index: a replication key candidate), DROP INDEX (``owner``/``name``: the
+    index; ``silver.evolution.read_ddl`` finds the table whose key it was), or IGNORED
+    (``object_type`` says what it was about)."""
 
     kind: str
     object_type: str
@@ -229,6 +232,22 @@ def _one_table(tables: list[exp.Expression], what: str) -> exp.Expression:
     return tables[0]
 
 
+def _unique_index(index: exp.Index) -> DdlStatement:
+    """CREATE UNIQUE INDEX on plain columns: a unique key of its table, named as the index.
+    On expressions (``UPPER(email)``) it is no key a row can be found by: ignored."""
+    table = index.args.get("table")
+    params = index.args.get("params")
+    ordered = (params.args.get("columns") if params else None) or []
+    plain = [o.this for o in ordered if isinstance(o, exp.Ordered) and isinstance(o.this, exp.Column)]
+    if table is None or not ordered or len(plain) != len(ordered):
+        return DdlStatement("IGNORED", "UNIQUE INDEX", None, None)
+    node = index.this
+    name = _ident(node.this if isinstance(node, exp.Table) else node)
+    owner, table_name = _name(table)
+    key = AddConstraint("UNIQUE", tuple(_ident(c.this) for c in plain), name)
+    return DdlStatement("CREATE UNIQUE INDEX", "UNIQUE INDEX", owner, table_name, (key,))
+
+
 def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     """A DDL record's text as a ``DdlStatement``.
 
@@ -243,7 +262,9 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     if not text or not text.strip():
         raise DdlError("the DDL record has no text")
     words = _head(text)
-    ignored = _ignored_object(words)
+    # A unique index is a key the replication key may be chosen from (HVR's hierarchy).
+    key_index = words[:3] == ["CREATE", "UNIQUE", "INDEX"] or words[:2] == ["DROP", "INDEX"]
+    ignored = None if key_index else _ignored_object(words)
     if ignored is not None:
         return DdlStatement("IGNORED", ignored, None, None)
     try:
@@ -267,6 +288,11 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
         owner, name = _name(_one_table(tree.args.get("tables") or [tree.this], "DROP TABLE"))
         return DdlStatement("DROP TABLE", "TABLE", owner, name)
+    if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Index):
+        return _unique_index(tree.this)
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "INDEX":
+        owner, name = _name(_one_table(tree.args.get("tables") or [tree.this], "DROP INDEX"))
+        return DdlStatement("DROP INDEX", "INDEX", owner, name)
     if isinstance(tree, exp.TruncateTable):
         owner, name = _name(_one_table(tree.expressions, "TRUNCATE TABLE"))
         return DdlStatement("TRUNCATE TABLE", "TABLE", owner, name)

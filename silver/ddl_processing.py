@@ -57,7 +57,10 @@ def _change(stmt: DdlStatement) -> tuple:
     """What a statement does to a table's structure: its names and physical clauses
     (tablespace, storage) left out."""
     table = stmt.table and (stmt.table.columns, stmt.table.constraints)
-    return stmt.kind, stmt.object_type, tuple(a for a in stmt.actions if not isinstance(a, (RenameTable, Physical))), table
+    actions = tuple(a for a in stmt.actions if not isinstance(a, (RenameTable, Physical)))
+    if stmt.kind == "CREATE UNIQUE INDEX":  # the index's name follows MAPDERIVED: the key is its columns
+        actions = tuple(replace(a, name=None) for a in actions)
+    return stmt.kind, stmt.object_type, actions, table
 
 
 def process_ddl(
@@ -111,7 +114,7 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
     revisions = tuple((k, rev if reading.new_table or rev.decision == OUTSIDE else replace(rev, decision="IGNORE"))
                       for k, rev in reading.revisions)
     return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
-                   truncates=None)
+                   truncates=None, reloads=None)
 
 
 def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:

@@ -29,7 +29,7 @@ from lakestreams.delta_io import allow_timestamp_ntz, overwrite
 from lakestreams.errors import DdlError
 from lakestreams.faults import kill_point
 from silver.adaptddl import AdaptDdl, Decision, adapt, patterns_govern, table_to_add, type_change
-from silver.ddl import DdlStatement, RenameColumn, RenameTable, evolve, parse_ddl
+from silver.ddl import DdlStatement, DropConstraint, RenameColumn, RenameTable, evolve, parse_ddl
 from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
 
 #: Decisions after which the target takes the source's new structure.
@@ -43,6 +43,8 @@ DROPS_TARGET = "DROP TARGET"
 #: a name) that no AddTablePattern adds. The source dictionary follows it; its changes
 #: are discarded (counted) and it has no target.
 OUTSIDE = "NOT IN CHANNEL"
+#: Why a table renamed into the channel needs a snapshot: its rows are in no change.
+RENAMED_IN = ": its rows from before the rename are in no change, a snapshot loads its target"
 #: Table property of a Delta table: the SCN of the revision its structure follows.
 STRUCTURE_PROPERTY = "lakestreams.structure_scn"
 
@@ -71,6 +73,9 @@ class DdlReading:
     code: str | None = None  # an ERROR's code: Oracle's error number, PARSE, or DDL
     new_table: bool = False  # a CREATE TABLE of a table the dictionary never held (or declared only)
     outside: bool = False  # of a table outside the channel (no AddTablePattern added it): no target, no processing
+    #: The table whose target the change history cannot give rows for from this SCN on: it
+    #: needs a snapshot at or above it (a REFRESH with ``reload``; a table renamed into the channel).
+    reloads: tuple[str, str] | None = None
 
 
 def action_for(actions: tuple[AdaptDdl, ...], owner: str) -> AdaptDdl | None:
@@ -114,6 +119,15 @@ def read_ddl(
         return DdlReading("ERROR", "ERROR", str(e), code="PARSE")
     if stmt.kind == "IGNORED":
         return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
+    if stmt.kind == "DROP INDEX":
+        holder = _index_table(history, stmt.owner or default_owner, stmt.name)
+        if holder is None:
+            return DdlReading("IGNORED INDEX", "IGNORE", f"index {stmt.name} is no unique key of a table "
+                              "in the dictionary: indexes carry no rows")
+        stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(DropConstraint(name=stmt.name),))
+    if stmt.kind == "CREATE UNIQUE INDEX" and stmt.owner is None and current_schema:
+        # The record's owner is the index's; an unqualified table is the current schema's.
+        stmt = replace(stmt, owner=current_schema.upper())
     owner = stmt.owner or default_owner
     if owner is None:
         return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema",
@@ -174,6 +188,9 @@ def read_ddl(
                           "land its CREATE TABLE form or declare it in the channel file's tables", code="DDL")
     if live is None:
         gone = " (it was dropped)" if before is not None else ""
+        if stmt.kind == "CREATE UNIQUE INDEX":
+            return DdlReading("IGNORED UNIQUE INDEX", "IGNORE", f"{owner}.{stmt.name} is not in the source dictionary"
+                              f"{gone}: the index is no key of a replicated table")
         return DdlReading(stmt.kind, "ERROR", f"{owner}.{stmt.name} is not in the source dictionary{gone}",
                           code="942")
     outside = live.decision == OUTSIDE
@@ -204,13 +221,14 @@ def read_ddl(
         if outside:
             dropped = replace(live, scn=scn, status="DROPPED", renames=())
             reason = not_in + (f"; the new name: {out}" if out else f"; the new name {new_key[0]}.{new_key[1]} joins "
-                               "the channel (AddTablePattern)")
+                               f"the channel (AddTablePattern){RENAMED_IN}")
             return DdlReading("RENAME TABLE", "IGNORE" if out else "ADD", reason, ((key, dropped), (new_key, created)),
-                              outside=bool(out))
+                              outside=bool(out), reloads=None if out else new_key)
         d = decide(stmt, live, True)
         dropped = replace(live, scn=scn, status="DROPPED", renames=(), decision=_dropped(d))
-        then = f"; the new name: {out}" if out else f"; the rows continue as {new_key[0]}.{new_key[1]}"
-        return DdlReading("RENAME TABLE", d.target, _why(d) + then, ((key, dropped), (new_key, created)))
+        then = f"; the new name: {out}" if out else f"; the rows continue as {new_key[0]}.{new_key[1]}{RENAMED_IN}"
+        return DdlReading("RENAME TABLE", d.target, _why(d) + then, ((key, dropped), (new_key, created)),
+                          reloads=None if out else new_key)
     if outside:
         if table == live.table and not renames and table.constraints == live.table.constraints:
             return DdlReading(stmt.kind, "IGNORE", not_in + "; the table's structure is unchanged", outside=True)
@@ -219,9 +237,20 @@ def read_ddl(
     d = decide(stmt, live, True)
     if table == live.table and not renames and table.constraints == live.table.constraints and all(
             c.default == o.default for c, o in zip(table.columns, live.table.columns, strict=True)):
-        return DdlReading(stmt.kind, d.target, _why(d) + "; the table's structure is unchanged")
+        return DdlReading(stmt.kind, d.target, _why(d) + "; the table's structure is unchanged",
+                          reloads=key if d.reload else None)
     rev = Revision(scn, table, renames=renames, decision=d.target, keep_structure=_keep(action))
-    return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),))
+    return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),), reloads=key if d.reload else None)
+
+
+def _index_table(history: dict[tuple[str, str], list[Revision]], owner: str | None, index: str,
+                 ) -> tuple[str, str] | None:
+    """The table of ``owner`` (at the source now) holding the unique key named ``index``
+    (keys are known by name only: an index in another schema than its table is not found,
+    and the key stays)."""
+    holders = sorted(k for k, revs in history.items() if k[0] == owner and revs and revs[-1].status == "TABLE"
+                     and any(n == index for n, _, _ in revs[-1].table.constraints))
+    return holders[0] if holders else None
 
 
 def _dropped(d: Decision) -> str:
@@ -496,7 +525,7 @@ def renamed_names(names: Column, renames: list[tuple[str, str]]) -> Column:
 
 def follow_structure(
     spark: SparkSession, table: str, wanted: TableDef, revisions: list[Revision], app_id: str,
-    struct_fields: tuple[str, ...] = (), drop: bool = False,
+    struct_fields: tuple[str, ...] = (), drop: bool = False, on_alter_fail: str = "CREATE_AS_SELECT",
 ) -> ColumnChanges:
     """Make the Delta table ``table`` (a Storage.table name) hold ``wanted``'s columns:
     renames (column mapping), new columns, widened types in place, then one rewrite for
@@ -508,7 +537,11 @@ def follow_structure(
 
     A table on the basic Delta protocol (no column mapping: a channel's gold with
     ``gold.column_mapping: false``) takes new columns in place; renames, drops and
-    widening rewrite it, together with any other type change."""
+    widening rewrite it, together with any other type change.
+
+    ``on_alter_fail``: AdaptDDL OnPreserveAlterTableFail, what a change ALTER TABLE cannot
+    make in place does: CREATE_AS_SELECT rewrites the table as selected from itself;
+    FAIL_INTEG_JOB raises before anything changes, naming the table and what it needs."""
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
@@ -532,6 +565,13 @@ def follow_structure(
     if basic:
         changes = replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
         per_struct = {None: ColumnChanges(added=changes.added)}
+    if (changes.rewritten or basic) and on_alter_fail == "FAIL_INTEG_JOB":
+        what = [f"{n} to {t}" for n, t in changes.rewritten]
+        if basic:  # without column mapping, renames and drops need the rewrite too
+            what += [f"rename {o} to {n}" for o, n in changes.renames] + [f"drop {n}" for n in changes.dropped + changes.dropped_first]
+        raise DdlError(f"{table}: ALTER TABLE cannot make {', '.join(what)} in place, and OnPreserveAlterTableFail="
+                       "FAIL_INTEG_JOB stops the apply here; to go on, set on_preserve_alter_table_fail: "
+                       "CREATE_AS_SELECT (the table is rewritten as selected from itself)")
     if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
             t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
         allow_timestamp_ntz(spark, table)

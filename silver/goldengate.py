@@ -32,12 +32,11 @@ from typing import Any, NamedTuple
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
 from lakestreams.config import IDENTIFIER
 from lakestreams.errors import ConfigError, DdlError
 from silver.ddl import DdlStatement, parse_ddl
-from silver.oracle_ddl import OracleDdl, OracleDdlParser
+from silver.oracle_ddl import OracleDdl
 
 SCOPES = ("MAPPED", "UNMAPPED", "OTHER", "ALL")
 OPTYPES = ("CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "COMMENT", "ANALYZE",
@@ -419,18 +418,6 @@ class DdlOutcome:
 
 
 # -- reading statements ------------------------------------------------------------------------
-class _Parser(OracleDdlParser):
-    def _parse_index(self, index=None, anonymous=False):
-        # Oracle qualifies index names (CREATE INDEX hr.emp_ix ON …); sqlglot reads one part.
-        if index is not None and self._match(TokenType.DOT):
-            index = self.expression(exp.Table(this=self._parse_id_var(), db=index))
-        return super()._parse_index(index=index, anonymous=anonymous)
-
-
-class _Oracle(OracleDdl):
-    Parser = _Parser
-
-
 def _words(text: str) -> list[str]:
     return [t.text.upper() for t in OracleDdl().tokenize(text)]
 
@@ -603,7 +590,7 @@ def identify(state: DdlState, config: GgDdlConfig) -> DdlState:
     except sqlglot.errors.TokenError as e:
         return _failed(state, PARSE, f"DDL does not tokenize: {e}")
     try:
-        trees = [t for t in sqlglot.parse(state.text, read=_Oracle) if t is not None]
+        trees = [t for t in sqlglot.parse(state.text, read=OracleDdl) if t is not None]
     except sqlglot.errors.ParseError:
         trees = []  # read again (and refused with the reason) after DDLSUBST
     tree = trees[0] if len(trees) == 1 and not isinstance(trees[0], exp.Command) else None

@@ -9,6 +9,8 @@ dialect teaches the parser those, so that every form reaches the same tree:
 - ``ALTER TABLE … DROP (a, b)``, ``DROP PRIMARY KEY``, ``DROP UNIQUE (a, b)``;
 - ``RENAME a TO b``: the same ``exp.Alter`` with an ``exp.AlterRename`` as ``ALTER TABLE a
   RENAME TO b`` (GoldenGate's Extract turns the one into the other too);
+- ``CREATE [UNIQUE] INDEX owner.name ON table (columns)``, the storage and build options
+  after the column list read and left out;
 - partition and physical clauses of ``ALTER TABLE`` (``MOVE``, ``ADD/DROP/TRUNCATE/SPLIT/
   MERGE/EXCHANGE … PARTITION``, ``SHRINK SPACE``, ``ENABLE/DISABLE ROW MOVEMENT``, …):
   an ``exp.Property`` named ``PHYSICAL`` (no effect on the table's columns);
@@ -46,9 +48,11 @@ PHYSICAL_TABLE_PROPERTIES = (
     "INMEMORY", "NO", "COLUMN", "NESTED", "XMLTYPE", "VARRAY", "OVERFLOW", "ROWDEPENDENCIES",
     "NOROWDEPENDENCIES", "FILESYSTEM_LIKE_LOGGING",
 )
-#: States a constraint may carry (``NOT NULL ENABLE``, ``PRIMARY KEY (…) ENABLE NOVALIDATE``).
+#: Options of DROP INDEX that say how the index goes.
+DROP_INDEX_OPTIONS = ("ONLINE", "FORCE", "DEFERRED", "IMMEDIATE", "INVALIDATION")
 #: Column properties MODIFY may change that leave the column's type and values alone.
 COLUMN_PROPERTIES = ("ENCRYPT", "DECRYPT", "VISIBLE", "INVISIBLE", "COLLATE")
+#: States a constraint may carry (``NOT NULL ENABLE``, ``PRIMARY KEY (…) ENABLE NOVALIDATE``).
 CONSTRAINT_STATES = ("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY")
 #: Words that end a run of physical attributes inside a column list.
 _LIST_END = (TokenType.COMMA, TokenType.R_PAREN)
@@ -221,6 +225,28 @@ class OracleDdlParser(OracleParser):
                 options.append(self._skip_clause(stop=_LIST_END, stop_words=CONSTRAINT_STATES))
             else:
                 return options
+
+    # -- CREATE [UNIQUE] INDEX ----------------------------------------------------------------
+    def _parse_index(self, index: exp.Expr | None = None, anonymous: bool = False) -> exp.Index | None:
+        # Oracle qualifies index names (CREATE INDEX hr.emp_ix ON …); the base parser reads one part.
+        if index is not None and self._match(TokenType.DOT):
+            index = self.expression(exp.Table(this=self._parse_id_var(), db=index))
+        out = super()._parse_index(index=index, anonymous=anonymous)
+        if index is not None and out is not None and self._curr is not None \
+                and self._curr.token_type not in (TokenType.SEMICOLON, TokenType.SENTINEL):
+            # After the column list: how the index is stored and built (TABLESPACE, PCTFREE,
+            # LOCAL (PARTITION …), ONLINE, COMPRESS, …), not what it makes unique: read and
+            # left out of the tree (no target of ours stores an index).
+            self._skip_clause(stop=(TokenType.SEMICOLON,))
+        return out
+
+    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expr:
+        drop = super()._parse_drop(exists=exists, kind=kind)
+        if isinstance(drop, exp.Drop) and str(drop.args.get("kind", "")).upper() == "INDEX":
+            # DROP INDEX … ONLINE | FORCE | DEFERRED/IMMEDIATE INVALIDATION: how, not what.
+            while self._match_texts(DROP_INDEX_OPTIONS):
+                pass
+        return drop
 
 
 class OracleDdl(Oracle):

@@ -90,6 +90,13 @@ SNAPSHOTS_DDL = (
     "silver_batch BIGINT, source_database STRING, owner STRING, table_name STRING, scn BIGINT, "
     "transaction_id STRING, commit_time TIMESTAMP, records BIGINT"
 )
+#: One row per DDL record after which a table's target cannot follow from the change
+#: history (rows changed at the source without row changes): it needs a snapshot at or
+#: above ``scn`` (``pending_refreshes``).
+REFRESHES_DDL = (
+    "silver_batch BIGINT, source_database STRING, owner STRING, table_name STRING, scn BIGINT, "
+    "transaction_id STRING, reason STRING"
+)
 #: What a snapshot transaction may hold: rows, and a TRUNCATE saying a table was empty.
 SNAPSHOT_COMMANDS = ("INSERT", "TRUNCATE")
 TXN_ERRORS_DDL = (
@@ -126,6 +133,7 @@ def create_silver_tables(spark: SparkSession, channel: Channel) -> None:
         ("rebuilds", REBUILDS_DDL),
         ("reexecutions", REEXECUTIONS_DDL),
         ("snapshots", SNAPSHOTS_DDL),
+        ("refreshes", REFRESHES_DDL),
     ))
 
 
@@ -353,7 +361,7 @@ def _dictionary_step(
     revisions = load_revisions(spark, channel, before_batch=batch)
     actions, policy = channel.adapt_actions(), channel.types.number_without_precision
     declared = declared_tables(channel)
-    dict_rows, log_rows, discards, truncated = [], [], [], set()
+    dict_rows, log_rows, discards, reloads, truncated = [], [], [], [], set()
     for r in rows:
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
@@ -378,6 +386,8 @@ def _dictionary_step(
         read = done.reading
         if read.truncates is not None:
             truncated.add((src, *read.truncates))
+        if read.reloads is not None:
+            reloads.append((batch, src, *read.reloads, scn, r["transaction_id"], read.reason))
         if done.discard is not None:
             discards.append((batch, src, r["transaction_id"], f"DDL discarded: {done.discard}", r["raw"]))
         for (owner, name), rev in read.revisions:
@@ -401,6 +411,8 @@ def _dictionary_step(
         append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
     if log_rows:
         append(local_rows(spark, log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
+    if reloads:
+        append(local_rows(spark, reloads, REFRESHES_DDL), _t(channel, "refreshes"), "silver.refreshes", batch)
     if discards:
         append(local_rows(spark, discards, TXN_ERRORS_DDL), _t(channel, "txn_errors"), "silver.txn_errors.ddl",
                batch)

@@ -45,6 +45,8 @@ def test_capture_and_integrate_schema():
     ({"add_table_pattern": "ord_[a-f"}, "unclosed range"),
     ({"ignore_table_pattern": "tmp*"}, "only narrows an AddTablePattern"),
     ({"integrate_schema": "bb"}, "give CaptureSchema too"),
+    ({"on_preserve_alter_table_fail": "WARNING"}, "WARNING is not supported: the target would keep a column type"),
+    ({"on_preserve_alter_table_fail": "DROP"}, "OnPreserveAlterTableFail: 'DROP' is not one of CREATE_AS_SELECT"),
 ])
 def test_bad_actions_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -118,9 +120,10 @@ def test_rename_column_and_table():
     ("ALTER TABLE hr.t MERGE PARTITIONS p1, p2 INTO PARTITION p3", "IGNORE"),
     ("ALTER TABLE hr.t SPLIT PARTITION p1 AT (5) INTO (PARTITION a, PARTITION b)", "IGNORE"),
     ("ALTER TABLE hr.t MOVE TABLESPACE users", "IGNORE"),
-    # Column properties: how a column is stored or shown, not its type or values.
-    ("ALTER TABLE hr.t MODIFY (note ENCRYPT USING 'AES256' NO SALT)", "IGNORE"),
-    ("ALTER TABLE hr.t MODIFY (note DECRYPT)", "IGNORE"),
+    # Column properties: how a column is stored or shown, not its type or values. An
+    # encryption change refreshes (made from the history: the values captured are clear).
+    ("ALTER TABLE hr.t MODIFY (note ENCRYPT USING 'AES256' NO SALT)", "REFRESH"),
+    ("ALTER TABLE hr.t MODIFY (note DECRYPT)", "REFRESH"),
     ("ALTER TABLE hr.t MODIFY note INVISIBLE", "IGNORE"),
     ("ALTER TABLE hr.t MODIFY (note VARCHAR2(40) ENCRYPT NOT NULL)", "ALTER"),
     ("ALTER TABLESPACE users ADD DATAFILE 'x.dbf'", "IGNORE"),
@@ -139,6 +142,46 @@ def test_rename_column_and_table():
 ])
 def test_other_statements_of_the_table(text, target):
     assert decide(text).target == target
+
+
+def test_refreshes_the_change_history_cannot_make_need_a_snapshot():
+    """A REFRESH reloads the target from a snapshot (``reload``) where rows changed at the
+    source without row changes, or a source default fills the existing rows; a type change
+    or a smaller type is made from the rows gold holds (their values converted)."""
+    reloads = {text: (decide(text, action).target, decide(text, action).reload) for text, action in (
+        ("ALTER TABLE hr.t TRUNCATE PARTITION p1", ON),
+        ("ALTER TABLE hr.t EXCHANGE SUBPARTITION p1 WITH TABLE hr.x", ON),
+        ("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)", AdaptDdl("*", on_add_column_with_default="REFRESH")),
+        ("ALTER TABLE hr.t MODIFY amount VARCHAR2(20)", ON),
+        ("ALTER TABLE hr.t MODIFY name VARCHAR2(5)", ON),
+        ("ALTER TABLE hr.t ADD (x NUMBER)", ON),
+    )}
+    assert list(reloads.values()) == [("REFRESH", True), ("REFRESH", True), ("REFRESH", True), ("REFRESH", False),
+                                      ("REFRESH", False), ("ALTER", False)]
+    # A table without a key (every column is its replication key) gaining or losing a
+    # column is refreshed; its rows still follow from the history.
+    keyless = parse_create_table("CREATE TABLE hr.k (a NUMBER, b VARCHAR2(5))")
+    for text in ("ALTER TABLE hr.k ADD (c NUMBER)", "ALTER TABLE hr.k DROP COLUMN b"):
+        d = adapt(parse_ddl(text), ON, keyless, True)
+        assert (d.target, d.reload) == ("REFRESH", False) and "no key" in d.reason
+    assert adapt(parse_ddl("ALTER TABLE hr.k MODIFY b VARCHAR2(9)"), ON, keyless, True).target == "ALTER"
+    # A LOB is no key column: adding one leaves the key as it was.
+    assert adapt(parse_ddl("ALTER TABLE hr.k ADD (doc CLOB)"), ON, keyless, True).target == "ALTER"
+
+
+def test_the_readings_name_the_table_a_snapshot_must_reload():
+    _, readings = _read_all([
+        "CREATE TABLE app.tab_keep (id NUMBER PRIMARY KEY)",
+        "CREATE TABLE app.tmp_z (id NUMBER PRIMARY KEY)",   # outside the channel
+        "ALTER TABLE app.tmp_z RENAME TO tab_z",            # renamed in: its rows are in no change
+        "ALTER TABLE app.tab_z RENAME TO tab_y",            # in the channel under both names
+        "ALTER TABLE app.tab_keep TRUNCATE PARTITION p1",
+        "ALTER TABLE app.tab_keep MODIFY (id VARCHAR2(10))",
+        "ALTER TABLE app.tab_y RENAME TO temp_y",            # out of the channel: nothing to load
+    ], PATTERNS)
+    assert [r.reloads for r in readings] == [None, None, ("APP", "TAB_Z"), ("APP", "TAB_Y"), ("APP", "TAB_KEEP"), None,
+                                             None]
+    assert "a snapshot loads its target" in readings[2].reason
 
 
 def test_without_adaptddl_the_target_never_follows():

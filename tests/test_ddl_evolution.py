@@ -11,6 +11,7 @@ import pytest
 from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
+from gold.snapshot import pending_refreshes
 from lakestreams.audit import run_audit
 from lakestreams.config import Channel
 from lakestreams.pipeline import evolve_gold, format_evolution, run_pipeline
@@ -315,6 +316,9 @@ def test_add_table_pattern_decides_which_new_tables_join_the_channel(spark, evol
     assert ddl_log(spark, ch, TMP_Y.name) == [(100, "CREATE TABLE", "IGNORE"), (200, "ALTER TABLE", "IGNORE")]
     assert ddl_log(spark, ch, TMP_Z.name) == [(100, "CREATE TABLE", "IGNORE"), (200, "RENAME TABLE", "ADD")]
     assert ddl_log(spark, ch, TAB_OUT.name) == [(100, "CREATE TABLE", "ADD"), (200, "RENAME TABLE", "DROP")]
+    # TAB_Z's rows from before the rename are in no change: it waits for a snapshot.
+    waiting = pending_refreshes(spark, ch, spark.table(ch.storage.table("silver", "instantiation").replace("`", "")))
+    assert [(r["table_name"], r["since_scn"]) for r in waiting.collect()] == [("TAB_Z", 200)]
     # The source dictionary follows a table outside the channel all the same.
     dictionary = spark.table(ch.storage.table("silver", "dictionary").replace("`", ""))
     [revision] = dictionary.where("table_name = 'TMP_Y' AND revision_scn = 200").collect()
@@ -503,3 +507,32 @@ def test_a_column_dropped_then_taken_by_a_rename_before_gold_follows_holds_the_r
         assert gold(spark, ch, name) == {"columns": ["CODE", "ID"], "rows": {("ann", 1)}}
         # Followed: a second call changes nothing.
         assert not follow_structure(spark, table, renamed, revs, f"gold.{name}", (), drop=True)
+
+
+def test_on_preserve_alter_table_fail_rewrites_or_stops_before_anything_changes(spark, tmp_path):
+    """A type ALTER TABLE cannot change in place (NUMBER to VARCHAR2): CREATE_AS_SELECT (the
+    default) rewrites the table as selected from itself; FAIL_INTEG_JOB stops with the table
+    and what it needs, the table untouched, until the policy is changed."""
+    from lakestreams.errors import DdlError
+    from lakestreams.spark import ensure_schemas
+    from silver.dictionary import parse_create_table
+    from silver.evolution import Revision, follow_structure
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    first = parse_create_table(EMP_DDL)
+    retyped = parse_create_table(EMP_DDL.replace("code NUMBER(5)", "code VARCHAR2(8)").replace(
+        "name VARCHAR2(10)", "full_name VARCHAR2(10)"))
+    revs = [Revision(100, first), Revision(150, retyped, renames=(("FULL_NAME", "NAME"),), decision="REFRESH")]
+    table = ch.storage.table("gold", "hr__emp")
+    spark.sql(f"CREATE TABLE {table} (ID INT, NAME STRING, CODE DECIMAL(5,0)) USING delta "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'ann', 7)")
+    with pytest.raises(DdlError, match=r"hr__emp`?: ALTER TABLE cannot make CODE to STRING in place, and "
+                                       r"OnPreserveAlterTableFail=FAIL_INTEG_JOB stops the apply"):
+        follow_structure(spark, table, retyped, revs, "gold.hr__emp", (), True, "FAIL_INTEG_JOB")
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(7, 1, "ann")}}  # not even the rename
+    assert structure_scn(spark, table) < 150
+    changes = follow_structure(spark, table, retyped, revs, "gold.hr__emp", (), True)
+    assert (changes.renames, changes.rewritten) == ((("NAME", "FULL_NAME"),), (("CODE", "STRING"),))
+    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {("7", "ann", 1)}}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lakestreams.errors import DdlError
+from silver.adaptddl import AdaptDdl
 from silver.ddl import (
     AddColumn,
     AddConstraint,
@@ -20,6 +21,7 @@ from silver.ddl import (
     parse_ddl,
 )
 from silver.dictionary import parse_create_table
+from silver.evolution import read_ddl
 from silver.types import ColumnType
 
 PLAIN = """CREATE TABLE hr.employees (
@@ -146,14 +148,55 @@ def test_rename_statement_is_alter_table_rename():
     ("CREATE ROLE auditor", "ROLE"),
     ("CREATE OR REPLACE DIRECTORY d AS '/tmp'", "DIRECTORY"),
     ("CREATE SEQUENCE hr.s START WITH 1", "SEQUENCE"),
-    ("CREATE UNIQUE INDEX hr.i ON hr.employees (email)", "UNIQUE INDEX"),
-    ("DROP INDEX hr.i", "INDEX"),
+    ("CREATE INDEX hr.i ON hr.employees (email) TABLESPACE users", "INDEX"),
+    ("CREATE BITMAP INDEX hr.i ON hr.employees (email)", "BITMAP INDEX"),
+    ("CREATE UNIQUE INDEX hr.i ON hr.employees (UPPER(email))", "UNIQUE INDEX"),  # no key rows are found by
+    ("ALTER INDEX hr.i REBUILD ONLINE", "INDEX"),
     ("GRANT SELECT ON hr.employees TO bob", "GRANT"),
     ("COMMENT ON TABLE hr.employees IS 'people'", "COMMENT"),
 ])
 def test_objects_without_rows_are_recognised_and_ignored(text, object_type):
     stmt = parse_ddl(text)
     assert (stmt.kind, stmt.object_type) == ("IGNORED", object_type)
+
+
+def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
+    """HVR's hierarchy: a primary key, else a unique key (a constraint or a unique index)
+    with a NOT NULL column. CREATE UNIQUE INDEX adds one; DROP INDEX removes the one of its
+    name from whichever table holds it; other indexes change nothing."""
+    plain = parse_ddl('CREATE UNIQUE INDEX "HR"."EMP_UK" ON "HR"."EMPLOYEES" ("EMAIL", "CODE") '
+                      'PCTFREE 10 INITRANS 2 TABLESPACE "USERS" LOCAL ONLINE')
+    assert (plain.kind, plain.owner, plain.name, plain.actions) == (
+        "CREATE UNIQUE INDEX", "HR", "EMPLOYEES", (AddConstraint("UNIQUE", ("EMAIL", "CODE"), "EMP_UK"),))
+    assert plain.operation == "CREATE"
+    history: dict = {}
+    for text in ("CREATE TABLE hr.k (a NUMBER, email VARCHAR2(30) NOT NULL, code NUMBER)",
+                 "CREATE TABLE hr.other (id NUMBER PRIMARY KEY)"):
+        r = read_ddl(history, text, 100, "HR", (AdaptDdl(),))
+        history.update({k: [rev] for k, rev in r.revisions})
+    assert history[("HR", "K")][-1].table.key_kind == "ALL COLUMNS"
+    steps = []
+    for scn, text in ((110, "CREATE UNIQUE INDEX hr.k_email_uk ON k (email)"),
+                      (120, "CREATE UNIQUE INDEX hr.k_a_uk ON hr.k (a)"),  # nullable: no replication key
+                      (130, "DROP INDEX k_email_uk ONLINE"),
+                      (140, "DROP INDEX hr.no_such_index"),
+                      (150, "CREATE UNIQUE INDEX hr.x_uk ON hr.not_known (a)")):
+        r = read_ddl(history, text, scn, "HR", (AdaptDdl(),))
+        for k, rev in r.revisions:
+            history[k] = [*history[k], rev]
+        t = history[("HR", "K")][-1].table
+        steps.append((r.statement, r.decision, t.key_kind, t.key_columns))
+    assert steps == [
+        ("CREATE UNIQUE INDEX", "ALTER", "UNIQUE", ("EMAIL",)),
+        ("CREATE UNIQUE INDEX", "ALTER", "UNIQUE", ("EMAIL",)),
+        ("DROP INDEX", "ALTER", "ALL COLUMNS", ("A", "EMAIL", "CODE")),
+        ("IGNORED INDEX", "IGNORE", "ALL COLUMNS", ("A", "EMAIL", "CODE")),
+        ("IGNORED UNIQUE INDEX", "IGNORE", "ALL COLUMNS", ("A", "EMAIL", "CODE")),
+    ]
+    # An unqualified table is the current schema's (the record's owner is the index's).
+    r = read_ddl(history, "CREATE UNIQUE INDEX ops.k_uk ON k (email)", 160, "OPS", (AdaptDdl(),), current_schema="hr")
+    assert (r.decision, [k for k, _ in r.revisions]) == ("ALTER", [("HR", "K")])
+    assert history[("HR", "OTHER")][-1].scn == 100  # the other table did not change
 
 
 @pytest.mark.parametrize("text, message", [

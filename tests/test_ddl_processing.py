@@ -100,6 +100,28 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
         process_ddl(reading, text, None, "HR", parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'"))
 
 
+def test_a_unique_index_follows_its_table_s_map_under_its_own_name():
+    """CREATE UNIQUE INDEX is applied to the MAP target of its table (MAPDERIVED names the
+    index after the target's schema, which changes no key); DROP INDEX names the index
+    only, so it is MAPPED by a MAP of the index's name (GoldenGate's scope)."""
+    history = emp_created()
+    text = "CREATE UNIQUE INDEX hr.emp_code_uk ON hr.emp (code, name)"
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
+    assert (reading.statement, reading.decision) == ("CREATE UNIQUE INDEX", "ALTER")
+    done = process_ddl(reading, text, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDL INCLUDE MAPPED"))
+    assert done.outcome == "APPLIED" and done.target_ddl == (
+        "CREATE UNIQUE INDEX HR_COPY.EMP_CODE_UK ON HR_COPY.EMP(code, name)",)
+    history[("HR", "EMP")] = [*history[("HR", "EMP")], *(r for _, r in reading.revisions)]
+    drop = "DROP INDEX hr.emp_code_uk"
+    dropped = read_ddl(history, drop, 120, "HR", (AdaptDdl(),))
+    assert [(k, r.table.constraints) for k, r in dropped.revisions] == [
+        (("HR", "EMP"), (("EMP_PK", "PRIMARY KEY", ("ID",)),))]
+    only_emp = process_ddl(dropped, drop, None, "HR", parse_params("MAP hr.emp, TARGET hr_copy.emp;\nDDL INCLUDE MAPPED"))
+    assert (only_emp.outcome, only_emp.reading.decision) == ("EXCLUDED", "IGNORE")
+    assert process_ddl(dropped, drop, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDL INCLUDE MAPPED")
+                       ).outcome == "APPLIED"
+
+
 def test_an_adaptddl_fail_stops_the_batch_unless_a_ddlerror_rule_says_otherwise():
     history = emp_created()
     text = "DROP TABLE hr.emp"

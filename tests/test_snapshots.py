@@ -16,6 +16,7 @@ from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.errors import ApplyError, ConfigError
 from lakestreams.pipeline import run_pipeline
+from lakestreams.status import channel_status, format_status
 
 LOCS_DDL = "CREATE TABLE hr.locs (loc_id NUMBER(4) NOT NULL, city VARCHAR2(20), CONSTRAINT locs_pk PRIMARY KEY (loc_id))"
 LANDING = {"src": "commit_records", "snap": {"transactions": "commit_records", "snapshot": True}}
@@ -125,8 +126,18 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, cap
         *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
         *Txn("t2", 200).row("INSERT", new=_region(1, "A")).row("INSERT", new=_region(2, "B"))
         .row("INSERT", new=_region(3, "C")).commit(),
+        # A partition truncated and filled again: no row change says what it held.
+        *Txn("d2", 250).ddl("ALTER TABLE hr.regions TRUNCATE PARTITION p_low").commit(),
     ])
     run_pipeline(spark, ch)
+    # The change history cannot give the target's rows from 250 on: it waits for a snapshot
+    # (status, and the low watermark held below 250), while changes go on applying.
+    status = channel_status(spark, ch)
+    assert (status.tables[0].refresh_since, status.sources[0].consistent_scn) == (250, 249)
+    assert "TRUNCATE of a partition changes rows without row changes" in status.tables[0].refresh_reason
+    assert "hr__regions (DBS1.EXAMPLE.COM HR.REGIONS) since SCN 250: TRUNCATE of a partition" in format_status(status)
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).where("commit_scn = 250").first()
+    assert (log["statement"], log["decision"]) == ("ALTER TABLE", "REFRESH")
     # The replica drifts: a row changed, one removed, one added behind the apply's back.
     spark.sql(f"UPDATE {gold} SET REGION_NAME = 'X' WHERE REGION_ID = 2")
     spark.sql(f"DELETE FROM {gold} WHERE REGION_ID = 3")
@@ -161,6 +172,10 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, cap
     assert _replica(spark, ch) == [(1, "A", 300), (2, "B", 300), (3, "C", 300)]
     again = s.compare(spark, "hr.regions", str(clean))
     assert again.identical and again.snapshot_checksum == again.replica_checksum and again.applied_scn == 300
+    # The snapshot at 300 made the target whole again.
+    status = channel_status(spark, ch)
+    assert (status.tables[0].refresh_since, status.sources[0].consistent_scn) == (None, 300)
+    assert "waiting for a snapshot" not in format_status(status)
     # The CLI: a table that was empty at the snapshot's SCN (a TRUNCATE alone) differs in
     # every replica row, and the command says so by its exit code.
     empty = tmp_path / "empty_400.jsonl"
