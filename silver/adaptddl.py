@@ -36,10 +36,10 @@ from silver.types import ColumnType, int_params
 ON_DROP_TABLE = ("KEEP", "DROP_FROM_CHANNEL_ONLY", "DROP_FROM_CHANNEL_AND_TARGET")
 ON_ENROLL_BREAK = ("REFRESH", "FAIL_INTEG_JOB", "WARNING")
 ON_ADD_COLUMN_WITH_DEFAULT = ("ADD_COLUMN_WITH_EMPTY_DEFAULT", "REFRESH", "FAIL_INTEG_JOB", "WARNING")
-ON_PRESERVE_ALTER_TABLE_FAIL = ("CREATE_AS_SELECT", "FAIL_INTEG_JOB", "WARNING")
+ON_PRESERVE_ALTER_TABLE_FAIL = ("CREATE_AS_SELECT", "FAIL_INTEG_JOB")  # HVR's WARNING is refused (AdaptDdl)
 #: Partition operations whose rows change without row changes being captured: a refresh.
 REFRESHING_PARTITION_OPS = ("TRUNCATE PARTITION", "TRUNCATE SUBPARTITION", "EXCHANGE PARTITION",
-                            "EXCHANGE SUBPARTITION")
+                            "EXCHANGE SUBPARTITION", "DROP PARTITION", "DROP SUBPARTITION")
 
 
 def _check_pattern(pattern: str, what: str) -> None:
@@ -71,6 +71,10 @@ class AdaptDdl:
     on_preserve_alter_table_fail: str = "CREATE_AS_SELECT"
 
     def __post_init__(self) -> None:
+        if self.on_preserve_alter_table_fail == "WARNING":
+            raise ConfigError("AdaptDDL OnPreserveAlterTableFail: WARNING is not supported: the target would keep a "
+                              "column type its new values may not fit, and the apply would store NULL in their place "
+                              "without a trace; use CREATE_AS_SELECT (rewrite) or FAIL_INTEG_JOB (stop)")
         for value, allowed, name in (
             (self.on_drop_table, ON_DROP_TABLE, "OnDropTable"),
             (self.on_enroll_break, ON_ENROLL_BREAK, "OnEnrollBreak"),
@@ -79,10 +83,6 @@ class AdaptDdl:
         ):
             if value not in allowed:
                 raise ConfigError(f"AdaptDDL {name}: {value!r} is not one of {', '.join(allowed)}")
-        if self.on_preserve_alter_table_fail == "WARNING":
-            raise ConfigError("AdaptDDL OnPreserveAlterTableFail: WARNING is not supported: the target would keep a "
-                              "column type its new values may not fit, and the apply would store NULL in their place "
-                              "without a trace; use CREATE_AS_SELECT (rewrite) or FAIL_INTEG_JOB (stop)")
         if self.add_table_pattern is not None:
             _check_pattern(self.add_table_pattern, "AdaptDDL AddTablePattern")
         if self.ignore_table_pattern is not None:

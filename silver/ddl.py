@@ -40,6 +40,8 @@ IGNORED_OBJECTS = (
     "PACKAGE", "PACKAGE BODY", "TYPE", "TYPE BODY", "USER", "ROLE", "DIRECTORY", "SEQUENCE", "INDEX",
     "UNIQUE INDEX", "BITMAP INDEX", "TABLESPACE", "DATABASE LINK", "PROFILE", "CONTEXT", "LIBRARY", "JAVA", "CLUSTER",
 )
+#: Keys the replication key is chosen from: constraints, and unique indexes on columns.
+KEY_KINDS = ("PRIMARY KEY", "UNIQUE", "UNIQUE INDEX")
 #: Statements that act on privileges or metadata only.
 IGNORED_STATEMENTS = ("GRANT", "REVOKE", "COMMENT", "ANALYZE", "AUDIT", "NOAUDIT", "PURGE", "FLASHBACK")
 
@@ -85,7 +87,7 @@ class AddConstraint:
 @dataclass(frozen=True)
 class DropConstraint:
     name: str | None = None  # DROP CONSTRAINT name
-    kind: str | None = None  # DROP PRIMARY KEY | DROP UNIQUE (columns)
+    kind: str | None = None  # DROP PRIMARY KEY | DROP UNIQUE (columns) | INDEX (DROP INDEX name)
     columns: tuple[str, ...] = ()
 
 
@@ -111,7 +113,7 @@ class DdlStatement:
 
     ``kind``: CREATE TABLE, CREATE TABLE AS SELECT, ALTER TABLE, DROP TABLE, TRUNCATE
     TABLE, CREATE UNIQUE INDEX (``owner``/``name``: its table; one ``AddConstraint`` UNIQUE
-    named as the index: a replication key candidate), DROP INDEX (``owner``/``name``: the
+    INDEX named as the index: a replication key candidate), DROP INDEX (``owner``/``name``: the
     index; ``silver.evolution.read_ddl`` finds the table whose key it was), or IGNORED
     (``object_type`` says what it was about)."""
 
@@ -244,7 +246,7 @@ def _unique_index(index: exp.Index) -> DdlStatement:
     node = index.this
     name = _ident(node.this if isinstance(node, exp.Table) else node)
     owner, table_name = _name(table)
-    key = AddConstraint("UNIQUE", tuple(_ident(c.this) for c in plain), name)
+    key = AddConstraint("UNIQUE INDEX", tuple(_ident(c.this) for c in plain), name)
     return DdlStatement("CREATE UNIQUE INDEX", "UNIQUE INDEX", owner, table_name, (key,))
 
 
@@ -338,15 +340,17 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
             cols[i] = ColumnDef(
                 spec.name, spec.type or cols[i].type, cols[i].nullable if spec.nullable is None else spec.nullable,
                 spec.default if spec.default is not None else cols[i].default)
-        elif isinstance(a, AddConstraint) and a.kind in ("PRIMARY KEY", "UNIQUE"):
+        elif isinstance(a, AddConstraint) and a.kind in KEY_KINDS:
             for c in a.columns:
                 find(c)
             if a.kind == "PRIMARY KEY" and any(k[1] == "PRIMARY KEY" for k in keys):
                 raise DdlError(f"{owner}.{name} already has a primary key", "2260")
             keys.append((a.name, a.kind, a.columns))
         elif isinstance(a, DropConstraint):
+            # An index and a constraint may share a name (CREATE UNIQUE INDEX emp_pk, then ADD
+            # CONSTRAINT emp_pk PRIMARY KEY): DROP INDEX removes the index, DROP CONSTRAINT the constraint.
             keys = [k for k in keys if not (
-                (a.name is not None and k[0] == a.name)
+                (a.name is not None and k[0] == a.name and (k[1] == "UNIQUE INDEX") == (a.kind == "INDEX"))
                 or (a.kind == "PRIMARY KEY" and k[1] == "PRIMARY KEY")
                 or (a.kind == "UNIQUE" and k[1] == "UNIQUE" and k[2] == a.columns))]
         elif isinstance(a, RenameTable):

@@ -39,7 +39,8 @@ class TableDef:
     columns: tuple[ColumnDef, ...]
     key_columns: tuple[str, ...]
     key_kind: str  # PRIMARY KEY | UNIQUE | ALL COLUMNS
-    #: The key constraints the DDL declared: (name or None, PRIMARY KEY | UNIQUE, columns).
+    #: The key constraints the DDL declared: (name or None, PRIMARY KEY | UNIQUE | UNIQUE
+    #: INDEX, columns).
     #: The replication key is chosen from them (``table_with_keys``); what is compared is
     #: the key chosen (the registry does not store the constraints yet).
     constraints: tuple[tuple[str | None, str, tuple[str, ...]], ...] = field(default=(), compare=False)
@@ -143,7 +144,8 @@ def table_with_keys(
         key, kind = tuple(pk), "PRIMARY KEY"
     else:
         not_null = {c.name for c in columns if not c.nullable}
-        candidates = [cols for _n, k, cols in constraints if k == "UNIQUE" and cols and not_null & set(cols)]
+        candidates = [cols for _n, k, cols in constraints
+                      if k in ("UNIQUE", "UNIQUE INDEX") and cols and not_null & set(cols)]
         if candidates:
             key, kind = tuple(min(candidates, key=len)), "UNIQUE"
         else:

@@ -124,7 +124,7 @@ def read_ddl(
         if holder is None:
             return DdlReading("IGNORED INDEX", "IGNORE", f"index {stmt.name} is no unique key of a table "
                               "in the dictionary: indexes carry no rows")
-        stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(DropConstraint(name=stmt.name),))
+        stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(DropConstraint(name=stmt.name, kind="INDEX"),))
     if stmt.kind == "CREATE UNIQUE INDEX" and stmt.owner is None and current_schema:
         # The record's owner is the index's; an unqualified table is the current schema's.
         stmt = replace(stmt, owner=current_schema.upper())
@@ -249,7 +249,7 @@ def _index_table(history: dict[tuple[str, str], list[Revision]], owner: str | No
     (keys are known by name only: an index in another schema than its table is not found,
     and the key stays)."""
     holders = sorted(k for k, revs in history.items() if k[0] == owner and revs and revs[-1].status == "TABLE"
-                     and any(n == index for n, _, _ in revs[-1].table.constraints))
+                     and any(n == index and k == "UNIQUE INDEX" for n, k, _ in revs[-1].table.constraints))
     return holders[0] if holders else None
 
 
@@ -541,7 +541,8 @@ def follow_structure(
 
     ``on_alter_fail``: AdaptDDL OnPreserveAlterTableFail, what a change ALTER TABLE cannot
     make in place does: CREATE_AS_SELECT rewrites the table as selected from itself;
-    FAIL_INTEG_JOB raises before anything changes, naming the table and what it needs."""
+    FAIL_INTEG_JOB raises before anything changes, naming the table and what it needs
+    (unless a REFRESH decision since rebuilds the table anyway)."""
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
@@ -565,7 +566,10 @@ def follow_structure(
     if basic:
         changes = replace(changes, rewritten=changes.rewritten + changes.widened, widened=())
         per_struct = {None: ColumnChanges(added=changes.added)}
-    if (changes.rewritten or basic) and on_alter_fail == "FAIL_INTEG_JOB":
+    # A REFRESH decision since (a type change under OnEnrollBreak=REFRESH, a smaller type)
+    # rebuilds the table anyway: the policy governs what was to be an ALTER.
+    refreshing = any(r.decision == "REFRESH" and r.scn > since for r in revisions)
+    if (changes.rewritten or basic) and on_alter_fail == "FAIL_INTEG_JOB" and not refreshing:
         what = [f"{n} to {t}" for n, t in changes.rewritten]
         if basic:  # without column mapping, renames and drops need the rewrite too
             what += [f"rename {o} to {n}" for o, n in changes.renames] + [f"drop {n}" for n in changes.dropped + changes.dropped_first]

@@ -181,6 +181,8 @@ class OracleDdlParser(OracleParser):
             return [self._physical_clause("DROP ")]
         drops = self._parse_alter_table_drop()
         self._match_text_seq("CASCADE", "CONSTRAINTS")
+        # DROP CONSTRAINT … KEEP INDEX | DROP INDEX: what becomes of the constraint's index.
+        self._match_text_seq("KEEP", "INDEX") or self._match_text_seq("DROP", "INDEX")
         return drops
 
     def _parse_alter_table_add(self) -> list[exp.Expr]:

@@ -151,12 +151,14 @@ def test_refreshes_the_change_history_cannot_make_need_a_snapshot():
     reloads = {text: (decide(text, action).target, decide(text, action).reload) for text, action in (
         ("ALTER TABLE hr.t TRUNCATE PARTITION p1", ON),
         ("ALTER TABLE hr.t EXCHANGE SUBPARTITION p1 WITH TABLE hr.x", ON),
+        ("ALTER TABLE hr.t DROP PARTITION p1", ON),
         ("ALTER TABLE hr.t ADD (x NUMBER DEFAULT 1)", AdaptDdl("*", on_add_column_with_default="REFRESH")),
         ("ALTER TABLE hr.t MODIFY amount VARCHAR2(20)", ON),
         ("ALTER TABLE hr.t MODIFY name VARCHAR2(5)", ON),
         ("ALTER TABLE hr.t ADD (x NUMBER)", ON),
     )}
-    assert list(reloads.values()) == [("REFRESH", True), ("REFRESH", True), ("REFRESH", True), ("REFRESH", False),
+    assert list(reloads.values()) == [("REFRESH", True), ("REFRESH", True), ("REFRESH", True), ("REFRESH", True),
+                                      ("REFRESH", False),
                                       ("REFRESH", False), ("ALTER", False)]
     # A table without a key (every column is its replication key) gaining or losing a
     # column is refreshed; its rows still follow from the history.

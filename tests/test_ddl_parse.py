@@ -21,7 +21,7 @@ from silver.ddl import (
     parse_ddl,
 )
 from silver.dictionary import parse_create_table
-from silver.evolution import read_ddl
+from silver.evolution import Revision, read_ddl
 from silver.types import ColumnType
 
 PLAIN = """CREATE TABLE hr.employees (
@@ -167,7 +167,7 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     plain = parse_ddl('CREATE UNIQUE INDEX "HR"."EMP_UK" ON "HR"."EMPLOYEES" ("EMAIL", "CODE") '
                       'PCTFREE 10 INITRANS 2 TABLESPACE "USERS" LOCAL ONLINE')
     assert (plain.kind, plain.owner, plain.name, plain.actions) == (
-        "CREATE UNIQUE INDEX", "HR", "EMPLOYEES", (AddConstraint("UNIQUE", ("EMAIL", "CODE"), "EMP_UK"),))
+        "CREATE UNIQUE INDEX", "HR", "EMPLOYEES", (AddConstraint("UNIQUE INDEX", ("EMAIL", "CODE"), "EMP_UK"),))
     assert plain.operation == "CREATE"
     history: dict = {}
     for text in ("CREATE TABLE hr.k (a NUMBER, email VARCHAR2(30) NOT NULL, code NUMBER)",
@@ -196,6 +196,18 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     # An unqualified table is the current schema's (the record's owner is the index's).
     r = read_ddl(history, "CREATE UNIQUE INDEX ops.k_uk ON k (email)", 160, "OPS", (AdaptDdl(),), current_schema="hr")
     assert (r.decision, [k for k, _ in r.revisions]) == ("ALTER", [("HR", "K")])
+    # Oracle's idiom: a unique index first, then a primary key constraint of its name over
+    # it. Dropping the constraint keeps the index (a unique key still), and DROP INDEX then
+    # removes the index only.
+    t = parse_create_table("CREATE TABLE hr.e (id NUMBER NOT NULL, v NUMBER)")
+    for text in ("CREATE UNIQUE INDEX hr.e_pk ON hr.e (id)", "ALTER TABLE hr.e ADD CONSTRAINT e_pk PRIMARY KEY (id)"):
+        t = evolve(t, parse_ddl(text))
+    assert (t.key_kind, t.key_columns) == ("PRIMARY KEY", ("ID",))
+    t = evolve(t, parse_ddl("ALTER TABLE hr.e DROP CONSTRAINT e_pk KEEP INDEX"))
+    assert (t.key_kind, t.key_columns, t.constraints) == ("UNIQUE", ("ID",), (("E_PK", "UNIQUE INDEX", ("ID",)),))
+    e_history = {("HR", "E"): [Revision(100, t)]}
+    dropped = read_ddl(e_history, "DROP INDEX hr.e_pk", 110, "HR", (AdaptDdl(),))
+    assert [(r.table.key_kind, r.table.constraints) for _, r in dropped.revisions] == [("ALL COLUMNS", ())]
     assert history[("HR", "OTHER")][-1].scn == 100  # the other table did not change
 
 
