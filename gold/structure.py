@@ -50,12 +50,13 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
         gone.update(dropped_models)
     out: dict[str, ColumnChanges] = {name: ColumnChanges(table_dropped=True)
                                      for name in drop_gold_tables(spark, channel, dropped)}
+    actions = channel.adapt_actions()
     with step("gold.structure"):
         for t in targets:
             if t.model in dropped_models:
                 continue
             revs = revisions.get(t.sources[0], []) if t.sources else []
-            action = action_for(channel.adapt_actions(), t.sources[0][1]) if t.sources else None
+            action = action_for(actions, t.sources[0][1]) if t.sources else None
             policy = action.on_preserve_alter_table_fail if action else "CREATE_AS_SELECT"
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):
                 table = channel.storage.table("gold", name)
