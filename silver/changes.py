@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from functools import reduce
 
+import sqlglot
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
 from lakestreams.delta_io import local_rows
 from lakestreams.errors import ReplicationError
@@ -89,6 +91,46 @@ def _column_errors(image: str, label: str, c: ColumnDef) -> list[Column]:
             )
         )
     return errs
+
+
+#: Oracle's clock functions. As a column's DEFAULT, the apply gives them the change's commit
+#: time: when the source row came to be, and the same value on every run.
+CLOCKS = (exp.CurrentTimestamp, exp.Systimestamp, exp.CurrentDate, exp.Localtimestamp)
+#: The formats sqlglot regenerates Oracle's DATE and TIMESTAMP literals with.
+ISO_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
+
+
+def default_value(c: ColumnDef) -> Column | None:
+    """What an INSERT that does not carry column ``c`` takes (Oracle's apply gives an extra
+    target column its default on insert): the column's DEFAULT when it is a constant (a
+    number, a string, a DATE or TIMESTAMP literal), converted to the column's type; the
+    change's commit time for a clock (SYSDATE, SYSTIMESTAMP, CURRENT_DATE …). None (the
+    value stays NULL) without a default, for DEFAULT NULL, and for what the apply cannot
+    know (a sequence, SYS_GUID(), USER, an expression)."""
+    if c.default is None or c.type.hex_binary or c.type.spark == "VARIANT":
+        return None
+    try:
+        node = sqlglot.parse_one(c.default, read="oracle")
+    except sqlglot.errors.ParseError:
+        return None
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, CLOCKS):
+        return F.col("_commit_time").cast(c.type.spark)
+    text: str | None = None
+    if isinstance(node, exp.Literal):
+        text = node.this
+    elif isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        text = f"-{node.this.this}"
+    elif isinstance(node, exp.DateStrToDate) and isinstance(node.this, exp.Literal):
+        text = node.this.this
+    elif isinstance(node, (exp.StrToDate, exp.StrToTime)) and isinstance(node.this, exp.Literal):
+        fmt = node.args.get("format")
+        if isinstance(fmt, exp.Literal) and fmt.this in ISO_FORMATS:
+            text = node.this.this
+    if text is None or (text == "" and c.type.empty_is_null):
+        return None
+    return F.lit(str(text)).try_cast(c.type.spark)
 
 
 def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> DataFrame:
@@ -256,9 +298,22 @@ def typed_by_revision(
         def present(col: str, renames=renames) -> Column:
             return renamed_names(F.col(col), renames) if renames else F.col(col)
 
+        new, new_present = image("_new"), present("_new_present")
+        # Target columns an INSERT does not carry take their default (extra target columns
+        # too: one KeepExistingStructure kept, which the source no longer has).
+        defaults = {c: v for c in cols if c in now and (v := default_value(target.column(now[c]))) is not None}
+        if defaults:
+            inserting = F.col("_command_type") == "INSERT"
+            new = F.struct(*[
+                F.when(inserting & ~F.array_contains(new_present, c), defaults[c].cast(t))
+                .otherwise(new[c]).alias(c) if c in defaults else new[c].alias(c)
+                for c, t in cols.items()
+            ])
+            filled = F.array(*[F.lit(c) for c in defaults])
+            new_present = F.when(inserting, F.array_sort(F.array_union(new_present, filled))).otherwise(new_present)
         parts.append(typed.select(
-            *META, image("_old").alias("_old"), image("_new").alias("_new"),
-            present("_old_present").alias("_old_present"), present("_new_present").alias("_new_present"), "_error"))
+            *META, image("_old").alias("_old"), new.alias("_new"),
+            present("_old_present").alias("_old_present"), new_present.alias("_new_present"), "_error"))
     empty = local_rows(records.sparkSession, [], "silver_batch BIGINT, source_database STRING, transaction_id STRING, "
                        "error STRING, failing_record STRING")
     if not parts:

@@ -88,3 +88,31 @@ def test_create_table_keys_and_types():
 def test_create_table_refusals(ddl):
     with pytest.raises(DdlError):
         parse_create_table(ddl)
+
+
+def test_column_defaults_an_insert_takes(spark):
+    """A DEFAULT as the dictionary keeps it (sqlglot's Oracle SQL) → the value an INSERT that
+    does not carry the column gets: constants in the column's type, a clock as the change's
+    commit time, nothing for what the apply cannot know."""
+    from datetime import datetime
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from silver.changes import default_value
+
+    t = parse_create_table(
+        "CREATE TABLE s.t (id NUMBER(4) PRIMARY KEY, n NUMBER(5) DEFAULT 5, neg NUMBER(6,2) DEFAULT (-3.5), "
+        "s VARCHAR2(9) DEFAULT 'new', e VARCHAR2(9) DEFAULT '', d DATE DEFAULT DATE '2020-01-02', "
+        "ts TIMESTAMP DEFAULT TIMESTAMP '2020-01-02 03:04:05', born DATE DEFAULT SYSDATE, "
+        "at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP, g RAW(16) DEFAULT SYS_GUID(), "
+        "u VARCHAR2(30) DEFAULT USER, z NUMBER DEFAULT NULL, bad NUMBER(3) DEFAULT 'x', "
+        "fmt DATE DEFAULT TO_DATE('02/01/2020', 'DD/MM/YYYY'), sum_ NUMBER DEFAULT 1 + 2, plain NUMBER)")
+    values = {c.name: default_value(c) for c in t.columns}
+    assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN"}
+    row = spark.range(1).select(
+        F.lit(datetime(2024, 1, 1, 0, 3, 40)).cast("timestamp").alias("_commit_time")
+    ).select(*[v.alias(n) for n, v in values.items() if v is not None]).first().asDict()
+    assert row == {"N": 5, "NEG": Decimal("-3.50"), "S": "new", "D": datetime(2020, 1, 2),
+                   "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
+                   "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None}

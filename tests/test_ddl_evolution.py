@@ -154,9 +154,13 @@ SECOND_LANDING = [
     *GONE.ins("t2", 190, {"ID": 2, "NAME": "bob", "CODE": 8}),
     *GONE.ddl("d2", 200, "DROP TABLE hr.emp PURGE", "DROP TABLE"),
     *REMADE.ddl("d2", 200, "DROP TABLE hr.emp", "DROP TABLE"),
-    *REMADE.ddl("d3", 210, "CREATE TABLE hr.emp (id NUMBER(4) PRIMARY KEY, name VARCHAR2(10), code NUMBER(5), "
-                           "hired DATE)", "CREATE TABLE"),
+    # Created again with defaults: an INSERT that does not carry a column takes its default.
+    *REMADE.ddl("d3", 210, "CREATE TABLE hr.emp (id NUMBER(4) PRIMARY KEY, name VARCHAR2(10) DEFAULT 'n/a', "
+                           "code NUMBER(5) DEFAULT 5, hired DATE DEFAULT SYSDATE)", "CREATE TABLE"),
     *REMADE.ins("t2", 220, {"ID": 2, "NAME": "bob", "HIRED": "2024-05-01T00:00:00"}),
+    *REMADE.ins("t3", 230, {"ID": 3, "NAME": None}),
+    # The new table inserts a key the kept old row holds: a uniqueness conflict (ORA-00001).
+    *REMADE.ins("t4", 240, {"ID": 1, "NAME": "again"}),
     *RULED.ddl("d2", 200, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
     *RULED.ins("t2", 210, {"ID": 2, "NAME": "bob", "EMAIL": "bob@x"}),
     *TMP_Y.ddl("d2", 200, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
@@ -285,9 +289,11 @@ def test_a_table_dropped_with_its_target_leaves_gold_and_one_created_again_keeps
     assert not spark.catalog.tableExists(ch.storage.table("gold", GONE.gold_table).replace("`", ""))
     assert ddl_log(spark, ch, GONE.name)[-1] == (200, "DROP TABLE", "DROP")
     # HR.REMADE dropped and created again: KeepOldRows keeps ann; the new column is added.
+    # Inserts take the defaults of what they do not carry (SYSDATE: the commit time); a
+    # NULL they carry stays NULL, and the row kept from before takes nothing.
     assert gold(spark, ch, REMADE.gold_table) == {
         "columns": ["CODE", "HIRED", "ID", "NAME"],
-        "rows": {(7, None, 1, "ann"), (None, datetime(2024, 5, 1), 2, "bob")},
+        "rows": {(7, None, 1, "ann"), (5, datetime(2024, 5, 1), 2, "bob"), (5, datetime(2024, 1, 1, 0, 3, 50), 3, None)},
     }
     assert ddl_log(spark, ch, REMADE.name)[1:] == [(200, "DROP TABLE", "DROP"), (210, "CREATE TABLE", "REFRESH")]
 
@@ -336,7 +342,9 @@ def test_add_table_pattern_decides_which_new_tables_join_the_channel(spark, evol
 
 
 def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):
-    assert set(queue(spark, evolved.channel)) == {"ADDED.t2"}
+    q = queue(spark, evolved.channel)
+    assert set(q) == {"ADDED.t2", "REMADE.t4"}
+    assert "ORA-00001" in q["REMADE.t4"], q
 
 
 def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spark, tmp_path):
@@ -374,13 +382,15 @@ def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spar
 def test_keep_existing_structure_keeps_dropped_columns_in_gold(spark, tmp_path):
     ch = make_channel(tmp_path, adapt_ddl=[{"keep_existing_structure": True}])
     write_lines(ch, "src", "f1.jsonl", [
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-        *ddl("d2", 200, "ALTER TABLE hr.emp DROP COLUMN code"),
+        *ddl("d1", 100, EMP_DDL.replace("code NUMBER(5)", "code NUMBER(5) DEFAULT 3, note VARCHAR2(5)"), "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7, "NOTE": "a"}),
+        *ddl("d2", 200, "ALTER TABLE hr.emp DROP (code, note)"),
         *ins("t2", 210, {"ID": 2, "NAME": "bob"}),
     ])
     run_pipeline(spark, ch)
-    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(None, 2, "bob"), (7, 1, "ann")}}
+    # The kept columns are the target's extra columns: an insert gives them their default, or NULL.
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME", "NOTE"],
+                               "rows": {(3, 2, "bob", None), (7, 1, "ann", "a")}}
 
 
 @pytest.mark.extended  # covered in the core: test_adaptddl decides DROP TABLE and CREATE TABLE of a known table (REFRESH); the shared channel drops and creates a table again
