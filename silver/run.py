@@ -758,8 +758,10 @@ def derive(
     accepted = classified.where("_bucket = 'accepted'")
     snapshot_landings = [ld.name for ld in channel.landing if ld.snapshot]
     any_snapshots = bool(snapshot_landings) or any(ld.format in SNAPSHOT_MARKING_FORMATS for ld in channel.landing)
-    # Records that do not belong in a snapshot go to the error queue, not a change table.
-    misfit = snapshot_misfits(snapshot_landings)
+    # Records that do not belong in a snapshot go to the error queue, not a change table;
+    # so do the rows of a snapshot below its table's ignore SCN (it would instantiate there).
+    ignore = below_ignore_scn(channel)
+    misfit = snapshot_misfits(snapshot_landings, ignore)
     errors = [
         classified.where("_bucket = 'rule_error'").select(
             F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
@@ -807,9 +809,10 @@ def derive(
             )
         )
     if any_snapshots:
-        errors.append(snapshot_errors(accepted.where(misfit), batch))
+        errors.append(snapshot_errors(accepted.where(misfit), batch, ignore))
         with step("silver.snapshots"):
-            append(snapshots(classified, snapshot_landings, batch), _t(channel, "snapshots"), "silver.snapshots", batch)
+            append(snapshots(classified, snapshot_landings, batch, ignore), _t(channel, "snapshots"), "silver.snapshots",
+                   batch)
     append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
     counted = classified.where("_bucket NOT IN ('accepted', 'rule_error')").select(
         "source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
@@ -874,18 +877,34 @@ def snapshot_record(landings: list[str]) -> Column:
     return (F.col("_landing").isin(*landings) | per_record) if landings else per_record
 
 
-def snapshot_misfits(landings: list[str]) -> Column:
-    """Records of a snapshot transaction that a snapshot may not hold."""
-    return snapshot_record(landings) & ~F.col("command_type").isin(*SNAPSHOT_COMMANDS)
+def below_ignore_scn(channel: Channel) -> Column:
+    """A record's table's ignore SCN where the record's commit SCN is below it, else NULL.
+    One term per table with an ignore SCN: grows with the channel file, not rows."""
+    floor = F.lit(None).cast("bigint")
+    for i in channel.instantiation:
+        if i.ignore_scn is not None:
+            floor = F.when(
+                (F.col("source_database") == i.source_database) & (F.col("_source_owner") == i.owner)
+                & (F.col("_source_name") == i.table) & (F.col("commit_scn") < i.ignore_scn), F.lit(i.ignore_scn),
+            ).otherwise(floor)
+    return floor
 
 
-def snapshots(classified: DataFrame, landings: list[str], batch: int) -> DataFrame:
+def snapshot_misfits(landings: list[str], ignore: Column) -> Column:
+    """Records of a snapshot transaction that a snapshot may not hold, and the rows of a
+    snapshot below its table's ignore SCN (``below_ignore_scn``): an instantiation SCN may
+    not be set below it, by a snapshot no more than by a setting."""
+    return snapshot_record(landings) & (~F.col("command_type").isin(*SNAPSHOT_COMMANDS) | ignore.isNotNull())
+
+
+def snapshots(classified: DataFrame, landings: list[str], batch: int, ignore: Column) -> DataFrame:
     """A row per table of each released snapshot transaction: the source table (the
     instantiation SCN belongs to it) and the snapshot's SCN, whatever the rules kept. A
-    transaction that is not a snapshot (``snapshot_errors``) instantiates nothing."""
+    transaction that is not a snapshot, or is below an ignore SCN (``snapshot_errors``),
+    instantiates nothing."""
     rows = classified.where(snapshot_record(landings) & F.col("_bucket").isin("accepted", "discarded", "rule_error"))
     shaped = rows.groupBy("source_database", "transaction_id").agg(
-        F.count_if(snapshot_misfits(landings)).alias("_other")).where("_other = 0")
+        F.count_if(snapshot_misfits(landings, ignore)).alias("_other")).where("_other = 0")
     return rows.join(shaped, ["source_database", "transaction_id"], "left_semi").groupBy(
         "source_database", F.col("_source_owner").alias("owner"), F.col("_source_name").alias("table_name"),
         F.col("commit_scn").alias("scn"), "transaction_id",
@@ -895,14 +914,20 @@ def snapshots(classified: DataFrame, landings: list[str], batch: int) -> DataFra
     )
 
 
-def snapshot_errors(misfits: DataFrame, batch: int) -> DataFrame:
-    """A snapshot transaction holding anything but rows is not a snapshot: an error."""
+def snapshot_errors(misfits: DataFrame, batch: int, ignore: Column) -> DataFrame:
+    """A snapshot transaction holding anything but rows is not a snapshot, and one below a
+    table's ignore SCN may not instantiate it: an error."""
+    table = (F.col("object_owner"), F.lit("."), F.col("object_name"))
     return misfits.select(
         F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
-        F.concat(
+        F.when(ignore.isNotNull(), F.concat(
+            F.lit("the snapshot of "), *table, F.lit(" at SCN "), F.col("commit_scn").cast("string"),
+            F.lit(" is below its ignore SCN "), ignore.cast("string"),
+            F.lit(": an instantiation SCN below the ignore SCN is refused (take a snapshot at or above it)"),
+        )).otherwise(F.concat(
             F.lit("a snapshot transaction holds INSERT records (and a TRUNCATE for an empty table) only; found "),
-            F.col("command_type"), F.lit(" of "), F.col("object_owner"), F.lit("."), F.col("object_name"),
-        ).alias("error"),
+            F.col("command_type"), F.lit(" of "), *table,
+        )).alias("error"),
         F.col("raw").alias("failing_record"),
     )
 

@@ -120,8 +120,11 @@ def test_snapshot_flag_is_checked(tmp_path):
 
 
 def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, capsys):
-    ch = make_channel(tmp_path, landing=LANDING)
+    # An export/import recorded the ignore SCN 150: a snapshot below it may not instantiate.
+    ch = make_channel(tmp_path, landing=LANDING, instantiation=[
+        {"table": "hr.regions", "source_database": "dbs1.example.com", "ignore_scn": 150}])
     gold = f"{ch.storage.schema_name('gold')}.hr__regions"
+    write_lines(ch, "snap", "s120.jsonl", _snapshot("s120", 120, [_region(1, "old")]))
     write_lines(ch, "src", "f1.jsonl", [
         *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
         *Txn("t2", 200).row("INSERT", new=_region(1, "A")).row("INSERT", new=_region(2, "B"))
@@ -130,6 +133,9 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, cap
         *Txn("d2", 250).ddl("ALTER TABLE hr.regions TRUNCATE PARTITION p_low").commit(),
     ])
     run_pipeline(spark, ch)
+    assert _queue(spark, ch) == {"s120": "the snapshot of HR.REGIONS at SCN 120 is below its ignore SCN 150: an "
+                                         "instantiation SCN below the ignore SCN is refused (take a snapshot at or above it)"}
+    assert _instantiated(spark, ch)["REGIONS"] == (150, "ignore SCN")
     # The change history cannot give the target's rows from 250 on: it waits for a snapshot
     # (status, and the low watermark held below 250), while changes go on applying.
     status = channel_status(spark, ch)
