@@ -32,12 +32,20 @@ from common import bench_channel, generator_args, gold_rows  # noqa: E402
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+from lakestreams.timing import TOTALS  # noqa: E402
+
+#: The slowest steps of each timed run (seconds; threads overlap, so they may add up to more).
+STEPS: dict[str, dict[str, float]] = {}
 
 
-def timed_run(spark, channel) -> tuple[float, int]:
+def timed_run(spark, channel, label: str) -> tuple[float, int]:
+    before = dict(TOTALS)
     start = time.perf_counter()
     result = run_pipeline(spark, channel)
-    return round(time.perf_counter() - start, 1), result.retried
+    elapsed = round(time.perf_counter() - start, 1)
+    spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
+    STEPS[label] = {k: round(v, 1) for k, v in spent[:10] if v >= 0.05}
+    return elapsed, result.retried
 
 
 def hold_back(lines: list[str], records: int) -> tuple[list[str], list[str]]:
@@ -79,10 +87,10 @@ def main() -> None:
     a = channel("inorder")
     for f in files[:-1]:
         shutil.copy(f, out / "inorder" / "landing" / "bench" / f.name)
-    full_s, _ = timed_run(spark, a)
-    idle_s, _ = timed_run(spark, a)
+    full_s, _ = timed_run(spark, a, "full")
+    idle_s, _ = timed_run(spark, a, "idle")
     land("inorder", files[-1].name, last_lines)
-    incr_s, _ = timed_run(spark, a)
+    incr_s, _ = timed_run(spark, a, "one_file")
     # Late: a middle file's first transactions land with the last file.
     b = channel("late")
     middle = files[len(files) // 2]
@@ -91,11 +99,11 @@ def main() -> None:
         if f != middle:
             shutil.copy(f, out / "late" / "landing" / "bench" / f.name)
     land("late", middle.name, kept)
-    history_late_s, _ = timed_run(spark, b)
+    history_late_s, _ = timed_run(spark, b, "late_history")
     queued = spark.table(b.storage.table("gold", "error_queue").replace("`", "")).count()
     land("late", files[-1].name, last_lines)
     land("late", "late_records.jsonl", held)
-    late_s, retried = timed_run(spark, b)
+    late_s, retried = timed_run(spark, b, "late")
 
     def queue(ch) -> int:
         return spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).count()
@@ -117,6 +125,7 @@ def main() -> None:
         "retried_transactions": retried,
         "late_vs_in_order": round(late_s / incr_s, 2),
         "gold_rows_match_generator_and_queues_empty": correct,
+        "slowest_steps_s": STEPS,
     }, indent=2))
     if not correct:
         sys.exit(1)
