@@ -34,7 +34,7 @@ from gold.plan import live_rows
 from lakestreams.config import Channel, split_table_name
 from lakestreams.delta_io import append, create_missing_tables
 from lakestreams.errors import ApplyError
-from silver.changes import target_model_name, type_changes
+from silver.changes import fill_defaults, table_defaults, target_model_name, type_changes
 from silver.rules import build_clients
 from silver.run import (
     SNAPSHOT_COMMANDS,
@@ -129,7 +129,9 @@ def typed_snapshot(spark: SparkSession, channel: Channel, path: Path, model: str
         raise ApplyError(f"snapshot {path}: rows of {len(mine)} source databases reach {model}; compare one at a time")
     (src, _owner, _name), groups, tdef = mine[0]
     routed = _any_group(groups)
-    return type_changes(accepted.where(routed), tdef, 0), classified.where(~routed), src
+    # As silver fills them: an INSERT takes the defaults of the columns it does not carry.
+    typed = fill_defaults(type_changes(accepted.where(routed), tdef, 0), table_defaults(tdef))
+    return typed, classified.where(~routed), src
 
 
 def _checksum(rows: DataFrame) -> tuple[int, int]:

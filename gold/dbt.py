@@ -54,7 +54,7 @@ PLAN_COLUMNS = {
     "_claim_first": "The claim is the plan's first event on its key (gold decides whether it is taken)",
     "_op": "I, U, D or T (TRUNCATE)", "_okey": "Replication key before the change (null-safe match)",
     "_nkey": "Replication key after the change", "_new": "Column values after the change, typed by the target",
-    "_new_present": "Columns the change carries (the others keep their values)",
+    "_new_present": "Columns the change carries, and those an INSERT took its default for (the others keep their values)",
     "_source_database": "Source database of the change", "_transaction_id": "Source transaction",
     "_commit_scn": "Commit SCN of the transaction", "_commit_time": "Commit time of the transaction",
     "_position": "Order of the change in its transaction",

@@ -118,7 +118,7 @@ def default_value(c: ColumnDef) -> Column | None:
     if isinstance(node, CLOCKS):
         return F.col("_commit_time").cast(c.type.spark)
     text: str | None = None
-    if isinstance(node, exp.Literal):
+    if isinstance(node, (exp.Literal, exp.National)):
         text = node.this
     elif isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         text = f"-{node.this.this}"
@@ -131,6 +131,67 @@ def default_value(c: ColumnDef) -> Column | None:
     if text is None or (text == "" and c.type.empty_is_null):
         return None
     return F.lit(str(text)).try_cast(c.type.spark)
+
+
+#: Per dictionary revision: which change rows it reads (a condition) and the default of each
+#: change-table column that has one (``default_value``).
+Defaults = list[tuple[Column, dict[str, Column]]]
+
+
+def table_defaults(table: TableDef) -> Defaults:
+    """The defaults of one structure, for every row (the snapshot compare's)."""
+    d = {c.name: v for c in table.columns if (v := default_value(c)) is not None}
+    return [(F.lit(True), d)] if d else []
+
+
+def revision_defaults(revisions: list[Revision], structures: list[TableDef], shape, columns) -> Defaults:
+    """The target's defaults in force at each revision of a source table, under today's
+    column names (``columns``: the change table's). Grows with revisions and columns."""
+    out: Defaults = []
+    for i, r in enumerate(revisions):
+        if r.status == "DROPPED":
+            continue
+        try:
+            target = shape(structures[i])
+        except ReplicationError:
+            continue  # its rows fail in typed_by_revision
+        now = {renamed_since(revisions, r.scn, n): n for n in target.column_names}
+        d = {c: v for c in columns if c in now and (v := default_value(target.column(now[c]))) is not None}
+        if d:
+            out.append((in_force(revisions, i, "_scn", "_commit_scn"), d))
+    return out
+
+
+def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
+    """Target columns an INSERT does not carry take their default, as Oracle's apply gives
+    an extra target column (one KeepExistingStructure kept, which the source no longer has,
+    or one the record leaves out); the column then counts as carried. Run on the changes
+    as DML handlers leave them: a handler sees the record as captured, and an INSERT it
+    makes takes the defaults too."""
+    if not defaults:
+        return changes
+    inserting = F.col("_command_type") == "INSERT"
+    values, filled = [], []
+    for f in changes.schema["_new"].dataType.fields:
+        c, current = f.name, F.col(f"_new.`{f.name}`")
+        chain, applies = None, None
+        for cond, d in defaults:
+            if c in d:
+                chain = F.when(cond, d[c]) if chain is None else chain.when(cond, d[c])
+                applies = cond if applies is None else applies | cond
+        if chain is None:
+            values.append(current.alias(c))
+            continue
+        fill = inserting & ~F.array_contains("_new_present", c) & applies
+        values.append(F.when(fill, chain.cast(f.dataType)).otherwise(current).alias(c))
+        filled.append(F.when(fill, F.lit(c)))
+    if not filled:
+        return changes
+    present = F.array_sort(F.array_union("_new_present", F.array_compact(F.array(*filled))))
+    return changes.withColumns({
+        "_new": F.struct(*values),
+        "_new_present": F.when(inserting, present).otherwise(F.col("_new_present")),
+    })
 
 
 def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> DataFrame:
@@ -230,11 +291,12 @@ def change_table_name(source_database: str, owner: str, table: str) -> str:
     return "chg__" + "__".join(p.lower().replace(".", "_") for p in (source_database, owner, table))
 
 
-def in_force(revisions: list[Revision], i: int) -> Column:
+def in_force(revisions: list[Revision], i: int, scn: str = "scn", commit_scn: str = "commit_scn") -> Column:
     """Records read with revision ``i`` of ``revisions``: from its SCN (the first: any
     record before the second) to the next one's. A record's SCN is its change SCN, else
-    its commit SCN."""
-    at = F.coalesce(F.col("scn"), F.col("commit_scn"))
+    its commit SCN (``scn``, ``commit_scn``: their columns; ``_scn``, ``_commit_scn`` in
+    a change row)."""
+    at = F.coalesce(F.col(scn), F.col(commit_scn))
     cond = F.lit(True)
     if i > 0:
         cond = cond & (at >= F.lit(revisions[i].scn))
@@ -298,22 +360,9 @@ def typed_by_revision(
         def present(col: str, renames=renames) -> Column:
             return renamed_names(F.col(col), renames) if renames else F.col(col)
 
-        new, new_present = image("_new"), present("_new_present")
-        # Target columns an INSERT does not carry take their default (extra target columns
-        # too: one KeepExistingStructure kept, which the source no longer has).
-        defaults = {c: v for c in cols if c in now and (v := default_value(target.column(now[c]))) is not None}
-        if defaults:
-            inserting = F.col("_command_type") == "INSERT"
-            new = F.struct(*[
-                F.when(inserting & ~F.array_contains(new_present, c), defaults[c].cast(t))
-                .otherwise(new[c]).alias(c) if c in defaults else new[c].alias(c)
-                for c, t in cols.items()
-            ])
-            filled = F.array(*[F.lit(c) for c in defaults])
-            new_present = F.when(inserting, F.array_sort(F.array_union(new_present, filled))).otherwise(new_present)
         parts.append(typed.select(
-            *META, image("_old").alias("_old"), new.alias("_new"),
-            present("_old_present").alias("_old_present"), new_present.alias("_new_present"), "_error"))
+            *META, image("_old").alias("_old"), image("_new").alias("_new"),
+            present("_old_present").alias("_old_present"), present("_new_present").alias("_new_present"), "_error"))
     empty = local_rows(records.sparkSession, [], "silver_batch BIGINT, source_database STRING, transaction_id STRING, "
                        "error STRING, failing_record STRING")
     if not parts:

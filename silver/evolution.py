@@ -305,7 +305,7 @@ def _kept(prev: TableDef, r: Revision) -> TableDef:
     names = {c.name for c in cols}
     for c in prev.columns:
         n = forward(r.renames, c.name)
-        if n not in names:  # dropped at the source: stays in the target, NULL from now on
+        if n not in names:  # dropped at the source: stays in the target; inserts give it its default, or NULL
             cols.append(replace(c, name=n, nullable=True))
             continue
         i = next(i for i, x in enumerate(cols) if x.name == n)

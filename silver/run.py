@@ -27,7 +27,9 @@ from lakestreams.timing import step
 from silver.changes import (
     change_table_ddl,
     change_table_name,
+    fill_defaults,
     outside_channel,
+    revision_defaults,
     target_model_name,
     typed_by_revision,
 )
@@ -787,6 +789,8 @@ def derive(
         errors.append(dropped)
         typed, consumed = apply_dml_handlers(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
+        fields = spark.table(qualified.replace("`", "")).schema["_new"].dataType.fieldNames()
+        typed = fill_defaults(typed, revision_defaults(revs, structures[(src, *source)], shape, fields))
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
         kill_point("silver.changes")
@@ -894,7 +898,10 @@ def snapshot_misfits(landings: list[str], ignore: Column) -> Column:
     """Records of a snapshot transaction that a snapshot may not hold, and the rows of a
     snapshot below its table's ignore SCN (``below_ignore_scn``): an instantiation SCN may
     not be set below it, by a snapshot no more than by a setting."""
-    return snapshot_record(landings) & (~F.col("command_type").isin(*SNAPSHOT_COMMANDS) | ignore.isNotNull())
+    # Only accepted rows: a table the rules discard instantiates nothing, so its snapshot
+    # below an ignore SCN refuses nothing (and would leave no error to say why).
+    below = ignore.isNotNull() & (F.col("_bucket") == "accepted")
+    return snapshot_record(landings) & (~F.col("command_type").isin(*SNAPSHOT_COMMANDS) | below)
 
 
 def snapshots(classified: DataFrame, landings: list[str], batch: int, ignore: Column) -> DataFrame:
@@ -921,7 +928,8 @@ def snapshot_errors(misfits: DataFrame, batch: int, ignore: Column) -> DataFrame
     return misfits.select(
         F.lit(batch).cast("bigint").alias("silver_batch"), "source_database", "transaction_id",
         F.when(ignore.isNotNull(), F.concat(
-            F.lit("the snapshot of "), *table, F.lit(" at SCN "), F.col("commit_scn").cast("string"),
+            # The source table: the ignore SCN is its, whatever name a transformation gives it.
+            F.lit("the snapshot of "), F.col("_source_owner"), F.lit("."), F.col("_source_name"), F.lit(" at SCN "), F.col("commit_scn").cast("string"),
             F.lit(" is below its ignore SCN "), ignore.cast("string"),
             F.lit(": an instantiation SCN below the ignore SCN is refused (take a snapshot at or above it)"),
         )).otherwise(F.concat(

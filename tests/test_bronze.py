@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 
+import yaml
 from bad_records import GOOD, LINES, landed_as, line
 from conftest import make_channel, write_lines
 
 from bronze.ingest import run_bronze
+from lakestreams.cli import main
 from lakestreams.spark import ensure_schemas
 
 CASES = {landed_as(text): reason for _, text, reason in LINES}
 
 
-def test_quarantine_reasons_and_exactly_once(spark, tmp_path):
+def test_quarantine_reasons_and_exactly_once(spark, tmp_path, capsys):
     ch = make_channel(tmp_path)
     ensure_schemas(spark, ch.storage)
     ddl = dict(GOOD, command_type="SOME NEW VERB", ddl_text="GRANT SELECT ON hr.x TO y", position=3)
@@ -37,4 +39,21 @@ def test_quarantine_reasons_and_exactly_once(spark, tmp_path):
     assert (bronze.count(), quarantine.count()) == versions
     write_lines(ch, "src", "b.jsonl", [line(position=2), "not json"])
     run_bronze(spark, ch)
+    assert (bronze.count(), quarantine.count()) == (versions[0] + 1, versions[1] + 1)
+
+    # `lakestreams maintain` (the maintenance job's task) compacts what the appends left and
+    # vacuums; the rows stay.
+    table = ch.storage.table("bronze", "change_records")
+    before = spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
+                                 "schema": ch.storage.schema},
+        "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
+    }))
+    assert main(["maintain", "--channel", str(path)]) == 0
+    assert f"maintained {table}" in capsys.readouterr().out
+    assert before > 1 and spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"] == 1
+    ops = {r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {table}").collect()}
+    assert {"OPTIMIZE", "VACUUM START", "VACUUM END"} <= ops, ops
     assert (bronze.count(), quarantine.count()) == (versions[0] + 1, versions[1] + 1)

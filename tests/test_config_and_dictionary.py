@@ -107,7 +107,8 @@ def test_column_defaults_an_insert_takes(spark):
         "ts TIMESTAMP DEFAULT TIMESTAMP '2020-01-02 03:04:05', born DATE DEFAULT SYSDATE, "
         "at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP, g RAW(16) DEFAULT SYS_GUID(), "
         "u VARCHAR2(30) DEFAULT USER, z NUMBER DEFAULT NULL, bad NUMBER(3) DEFAULT 'x', "
-        "fmt DATE DEFAULT TO_DATE('02/01/2020', 'DD/MM/YYYY'), sum_ NUMBER DEFAULT 1 + 2, plain NUMBER)")
+        "fmt DATE DEFAULT TO_DATE('02/01/2020', 'DD/MM/YYYY'), sum_ NUMBER DEFAULT 1 + 2, plain NUMBER, "
+        "nv NVARCHAR2(5) DEFAULT N'nv')")
     values = {c.name: default_value(c) for c in t.columns}
     assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN"}
     row = spark.range(1).select(
@@ -115,4 +116,25 @@ def test_column_defaults_an_insert_takes(spark):
     ).select(*[v.alias(n) for n, v in values.items() if v is not None]).first().asDict()
     assert row == {"N": 5, "NEG": Decimal("-3.50"), "S": "new", "D": datetime(2020, 1, 2),
                    "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
-                   "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None}
+                   "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv"}
+
+
+def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
+    """``fill_defaults``: only an INSERT, only for a column it does not carry, with the
+    default of the revision its SCN reads; the filled column counts as carried."""
+    from pyspark.sql import functions as F
+
+    from silver.changes import fill_defaults
+
+    rows = spark.createDataFrame(
+        [(10, "INSERT", None, ["ID"]), (30, "INSERT", None, ["ID"]), (31, "INSERT", "kept", ["ID", "NOTE"]),
+         (32, "UPDATE", None, ["ID"]), (33, "DELETE", None, [])],
+        "_scn BIGINT, _command_type STRING, note STRING, _new_present ARRAY<STRING>",
+    ).select("_scn", F.col("_scn").alias("_commit_scn"), "_command_type",
+             F.struct(F.col("_scn").cast("int").alias("ID"), F.col("note").alias("NOTE")).alias("_new"), "_new_present")
+    # Revision 1 (SCN < 20): NOTE defaults to 'a'; revision 2 (from 20): to 'b'.
+    defaults = [(F.col("_scn") < 20, {"NOTE": F.lit("a")}), (F.col("_scn") >= 20, {"NOTE": F.lit("b")})]
+    got = {r["_scn"]: (r["_new"]["NOTE"], r["_new_present"])
+           for r in fill_defaults(rows, defaults).collect()}
+    assert got == {10: ("a", ["ID", "NOTE"]), 30: ("b", ["ID", "NOTE"]), 31: ("kept", ["ID", "NOTE"]),
+                   32: (None, ["ID"]), 33: (None, [])}
