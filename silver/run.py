@@ -898,8 +898,8 @@ def snapshot_misfits(landings: list[str], ignore: Column) -> Column:
     """Records of a snapshot transaction that a snapshot may not hold, and the rows of a
     snapshot below its table's ignore SCN (``below_ignore_scn``): an instantiation SCN may
     not be set below it, by a snapshot no more than by a setting."""
-    # Only accepted rows: a table the rules discard instantiates nothing, so its snapshot
-    # below an ignore SCN refuses nothing (and would leave no error to say why).
+    # Only accepted rows refuse the transaction: a table the rules discard below its ignore
+    # SCN is left out of the snapshot (``snapshots``) without an error to say why.
     below = ignore.isNotNull() & (F.col("_bucket") == "accepted")
     return snapshot_record(landings) & (~F.col("command_type").isin(*SNAPSHOT_COMMANDS) | below)
 
@@ -912,7 +912,8 @@ def snapshots(classified: DataFrame, landings: list[str], batch: int, ignore: Co
     rows = classified.where(snapshot_record(landings) & F.col("_bucket").isin("accepted", "discarded", "rule_error"))
     shaped = rows.groupBy("source_database", "transaction_id").agg(
         F.count_if(snapshot_misfits(landings, ignore)).alias("_other")).where("_other = 0")
-    return rows.join(shaped, ["source_database", "transaction_id"], "left_semi").groupBy(
+    # A table below its ignore SCN is never registered, even where the rules discard it.
+    return rows.join(shaped, ["source_database", "transaction_id"], "left_semi").where(ignore.isNull()).groupBy(
         "source_database", F.col("_source_owner").alias("owner"), F.col("_source_name").alias("table_name"),
         F.col("commit_scn").alias("scn"), "transaction_id",
     ).agg(F.min("commit_time").alias("commit_time"), F.count_if(F.col("command_type") == "INSERT").alias("records")).select(
