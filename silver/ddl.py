@@ -92,6 +92,15 @@ class DropConstraint:
 
 
 @dataclass(frozen=True)
+class RenameIndex:
+    """ALTER INDEX … RENAME TO ``name``: a unique index keeps its key under its new name
+    (``old``: the index's name, set once ``silver.evolution.read_ddl`` found its table)."""
+
+    name: str
+    old: str | None = None
+
+
+@dataclass(frozen=True)
 class RenameTable:
     owner: str | None  # None: the same owner
     name: str
@@ -104,7 +113,8 @@ class Physical:
     text: str
 
 
-Action = AddColumn | DropColumn | RenameColumn | ModifyColumn | AddConstraint | DropConstraint | RenameTable | Physical
+Action = (AddColumn | DropColumn | RenameColumn | ModifyColumn | AddConstraint | DropConstraint | RenameIndex
+          | RenameTable | Physical)
 
 
 @dataclass(frozen=True)
@@ -113,8 +123,9 @@ class DdlStatement:
 
     ``kind``: CREATE TABLE, CREATE TABLE AS SELECT, ALTER TABLE, DROP TABLE, TRUNCATE
     TABLE, CREATE UNIQUE INDEX (``owner``/``name``: its table; one ``AddConstraint`` UNIQUE
-    INDEX named as the index: a replication key candidate), DROP INDEX (``owner``/``name``: the
-    index; ``silver.evolution.read_ddl`` finds the table whose key it was), or IGNORED
+    INDEX named as the index: a replication key candidate), DROP INDEX and ALTER INDEX (a
+    rename; ``owner``/``name``: the index; ``silver.evolution.read_ddl`` finds the table whose
+    key it is), or IGNORED
     (``object_type`` says what it was about)."""
 
     kind: str
@@ -250,6 +261,22 @@ def _unique_index(index: exp.Index) -> DdlStatement:
     return DdlStatement("CREATE UNIQUE INDEX", "UNIQUE INDEX", owner, table_name, (key,))
 
 
+def _alter_index(text: str) -> DdlStatement:
+    """ALTER INDEX … RENAME TO: a unique index keeps its key under the new name (DROP INDEX
+    names it so afterwards). Any other ALTER INDEX (REBUILD, UNUSABLE, …) is physical."""
+    try:
+        trees = [t for t in sqlglot.parse(text, read=OracleDdl) if t is not None]
+    except sqlglot.errors.ParseError:
+        trees = []
+    tree = trees[0] if len(trees) == 1 else None
+    actions = (tree.args.get("actions") or []) if isinstance(tree, exp.Alter) else []
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterRename):
+        owner, name = _name(tree.this)
+        _, new = _name(actions[0].this)
+        return DdlStatement("ALTER INDEX", "INDEX", owner, name, (RenameIndex(new),))
+    return DdlStatement("IGNORED", "INDEX", None, None)
+
+
 def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     """A DDL record's text as a ``DdlStatement``.
 
@@ -264,6 +291,8 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
     if not text or not text.strip():
         raise DdlError("the DDL record has no text")
     words = _head(text)
+    if words[:2] == ["ALTER", "INDEX"]:
+        return _alter_index(text)
     # A unique index is a key the replication key may be chosen from (HVR's hierarchy).
     key_index = words[:3] == ["CREATE", "UNIQUE", "INDEX"] or words[:2] == ["DROP", "INDEX"]
     ignored = None if key_index else _ignored_object(words)
@@ -353,6 +382,8 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
                 (a.name is not None and k[0] == a.name and (k[1] == "UNIQUE INDEX") == (a.kind == "INDEX"))
                 or (a.kind == "PRIMARY KEY" and k[1] == "PRIMARY KEY")
                 or (a.kind == "UNIQUE" and k[1] == "UNIQUE" and k[2] == a.columns))]
+        elif isinstance(a, RenameIndex):
+            keys = [(a.name if k[0] == a.old and k[1] == "UNIQUE INDEX" else k[0], k[1], k[2]) for k in keys]
         elif isinstance(a, RenameTable):
             owner, name = a.owner or owner, a.name
     return table_with_keys(owner, name, tuple(cols), tuple(keys))

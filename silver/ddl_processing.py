@@ -58,7 +58,7 @@ def _change(stmt: DdlStatement) -> tuple:
     (tablespace, storage) left out."""
     table = stmt.table and (stmt.table.columns, stmt.table.constraints)
     actions = tuple(a for a in stmt.actions if not isinstance(a, (RenameTable, Physical)))
-    if stmt.kind == "CREATE UNIQUE INDEX":  # the index's name follows MAPDERIVED: the key is its columns
+    if stmt.kind in ("CREATE UNIQUE INDEX", "ALTER INDEX"):  # index names follow MAPDERIVED: not the key
         actions = tuple(replace(a, name=None) for a in actions)
     return stmt.kind, stmt.object_type, actions, table
 

@@ -29,7 +29,14 @@ from lakestreams.delta_io import allow_timestamp_ntz, overwrite
 from lakestreams.errors import DdlError
 from lakestreams.faults import kill_point
 from silver.adaptddl import AdaptDdl, Decision, adapt, patterns_govern, table_to_add, type_change
-from silver.ddl import DdlStatement, DropConstraint, RenameColumn, RenameTable, evolve, parse_ddl
+from silver.ddl import (
+    DdlStatement,
+    DropConstraint,
+    RenameColumn,
+    RenameTable,
+    evolve,
+    parse_ddl,
+)
 from silver.dictionary import SAFE_NAME, ColumnDef, TableDef
 
 #: Decisions after which the target takes the source's new structure.
@@ -119,12 +126,14 @@ def read_ddl(
         return DdlReading("ERROR", "ERROR", str(e), code="PARSE")
     if stmt.kind == "IGNORED":
         return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
-    if stmt.kind == "DROP INDEX":
+    if stmt.kind in ("DROP INDEX", "ALTER INDEX"):
         holder = _index_table(history, stmt.owner or default_owner, stmt.name)
         if holder is None:
             return DdlReading("IGNORED INDEX", "IGNORE", f"index {stmt.name} is no unique key of a table "
                               "in the dictionary: indexes carry no rows")
-        stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(DropConstraint(name=stmt.name, kind="INDEX"),))
+        act = (DropConstraint(name=stmt.name, kind="INDEX") if stmt.kind == "DROP INDEX"
+               else replace(stmt.actions[0], old=stmt.name))
+        stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(act,))
     if stmt.kind == "CREATE UNIQUE INDEX" and stmt.owner is None and current_schema:
         # The record's owner is the index's; an unqualified table is the current schema's.
         stmt = replace(stmt, owner=current_schema.upper())

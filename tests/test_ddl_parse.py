@@ -163,7 +163,8 @@ def test_objects_without_rows_are_recognised_and_ignored(text, object_type):
 def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     """HVR's hierarchy: a primary key, else a unique key (a constraint or a unique index)
     with a NOT NULL column. CREATE UNIQUE INDEX adds one; DROP INDEX removes the one of its
-    name from whichever table holds it; other indexes change nothing."""
+    name from whichever table holds it; ALTER INDEX … RENAME TO keeps it under its new name;
+    other indexes change nothing."""
     plain = parse_ddl('CREATE UNIQUE INDEX "HR"."EMP_UK" ON "HR"."EMPLOYEES" ("EMAIL", "CODE") '
                       'PCTFREE 10 INITRANS 2 TABLESPACE "USERS" LOCAL ONLINE')
     assert (plain.kind, plain.owner, plain.name, plain.actions) == (
@@ -178,7 +179,9 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     steps = []
     for scn, text in ((110, "CREATE UNIQUE INDEX hr.k_email_uk ON k (email)"),
                       (120, "CREATE UNIQUE INDEX hr.k_a_uk ON hr.k (a)"),  # nullable: no replication key
-                      (130, "DROP INDEX k_email_uk ONLINE"),
+                      (125, "ALTER INDEX hr.k_email_uk RENAME TO k_mail_uk"),  # the same key, its new name
+                      (126, 'ALTER INDEX "HR"."K_MAIL_UK" REBUILD ONLINE'),  # physical
+                      (130, "DROP INDEX k_mail_uk ONLINE"),
                       (140, "DROP INDEX hr.no_such_index"),
                       (150, "CREATE UNIQUE INDEX hr.x_uk ON hr.not_known (a)")):
         r = read_ddl(history, text, scn, "HR", (AdaptDdl(),))
@@ -189,6 +192,8 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     assert steps == [
         ("CREATE UNIQUE INDEX", "ALTER", "UNIQUE", ("EMAIL",)),
         ("CREATE UNIQUE INDEX", "ALTER", "UNIQUE", ("EMAIL",)),
+        ("ALTER INDEX", "ALTER", "UNIQUE", ("EMAIL",)),
+        ("IGNORED INDEX", "IGNORE", "UNIQUE", ("EMAIL",)),
         ("DROP INDEX", "ALTER", "ALL COLUMNS", ("A", "EMAIL", "CODE")),
         ("IGNORED INDEX", "IGNORE", "ALL COLUMNS", ("A", "EMAIL", "CODE")),
         ("IGNORED UNIQUE INDEX", "IGNORE", "ALL COLUMNS", ("A", "EMAIL", "CODE")),

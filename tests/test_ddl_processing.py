@@ -120,6 +120,15 @@ def test_a_unique_index_follows_its_table_s_map_under_its_own_name():
     assert (only_emp.outcome, only_emp.reading.decision) == ("EXCLUDED", "IGNORE")
     assert process_ddl(dropped, drop, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDL INCLUDE MAPPED")
                        ).outcome == "APPLIED"
+    # A rename names the index only, as DROP INDEX does; the key keeps its columns.
+    rename = "ALTER INDEX hr.emp_code_uk RENAME TO emp_cn_uk"
+    renamed = read_ddl(history, rename, 115, "HR", (AdaptDdl(),))
+    assert [(k, r.table.constraints[-1]) for k, r in renamed.revisions] == [
+        (("HR", "EMP"), ("EMP_CN_UK", "UNIQUE INDEX", ("CODE", "NAME")))]
+    done = process_ddl(renamed, rename, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDL INCLUDE MAPPED"))
+    assert (done.outcome, done.target_ddl) == ("APPLIED", ("ALTER INDEX HR_COPY.EMP_CODE_UK RENAME TO EMP_CN_UK",))
+    assert process_ddl(renamed, rename, None, "HR", parse_params("MAP hr.emp, TARGET hr_copy.emp;\nDDL INCLUDE MAPPED")
+                       ).outcome == "EXCLUDED"
 
 
 def test_an_adaptddl_fail_stops_the_batch_unless_a_ddlerror_rule_says_otherwise():
