@@ -14,6 +14,10 @@ dialect teaches the parser those, so that every form reaches the same tree:
 - partition and physical clauses of ``ALTER TABLE`` (``MOVE``, ``ADD/DROP/TRUNCATE/SPLIT/
   MERGE/EXCHANGE … PARTITION``, ``SHRINK SPACE``, ``ENABLE/DISABLE ROW MOVEMENT``, …):
   an ``exp.Property`` named ``PHYSICAL`` (no effect on the table's columns);
+- Oracle types sqlglot does not read: ``LONG RAW`` and ``INTERVAL YEAR [(p)] TO MONTH`` /
+  ``INTERVAL DAY [(p)] TO SECOND [(s)]``, as a user-defined type named as Oracle writes it;
+  a column's ``ENCRYPT …``, ``VISIBLE`` and ``INVISIBLE`` (how it is stored or shown, not its
+  values) where a column is defined;
 - what ``DBMS_METADATA`` adds to a CREATE TABLE: constraint states (``ENABLE``,
   ``DISABLE``, ``VALIDATE``, ``NOVALIDATE``, ``RELY``), ``USING INDEX`` with its
   attributes, ``SUPPLEMENTAL LOG DATA/GROUP``, ``SEGMENT CREATION``, ``COMPRESS``,
@@ -52,6 +56,8 @@ PHYSICAL_TABLE_PROPERTIES = (
 DROP_INDEX_OPTIONS = ("ONLINE", "FORCE", "DEFERRED", "IMMEDIATE", "INVALIDATION")
 #: Column properties MODIFY may change that leave the column's type and values alone.
 COLUMN_PROPERTIES = ("ENCRYPT", "DECRYPT", "VISIBLE", "INVISIBLE", "COLLATE")
+#: The words of an INTERVAL type after INTERVAL (each may carry a precision in brackets).
+INTERVAL_WORDS = ("YEAR", "MONTH", "DAY", "SECOND", "TO")
 #: States a constraint may carry (``NOT NULL ENABLE``, ``PRIMARY KEY (…) ENABLE NOVALIDATE``).
 CONSTRAINT_STATES = ("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY")
 #: Words that end a run of physical attributes inside a column list.
@@ -78,6 +84,7 @@ class OracleDdlParser(OracleParser):
         **{k: (lambda self: self._parse_constraint_state()) for k in CONSTRAINT_STATES},
         "USING": lambda self: self._parse_using_index(),
         "SUPPLEMENTAL": lambda self: self._physical_clause(stop=_LIST_END),
+        **{k: (lambda self: self._column_property()) for k in ("ENCRYPT", "VISIBLE", "INVISIBLE")},
     }
 
     SCHEMA_UNNAMED_CONSTRAINTS: t.ClassVar = OracleParser.SCHEMA_UNNAMED_CONSTRAINTS | {"SUPPLEMENTAL"}
@@ -121,6 +128,34 @@ class OracleDdlParser(OracleParser):
 
     def _physical(self, text: str) -> exp.Property:
         return self.expression(exp.Property(this=exp.var("PHYSICAL"), value=exp.Literal.string(text)))
+
+    # -- types ---------------------------------------------------------------------------------
+    def _parse_types(self, check_func: bool = False, schema: bool = False, allow_identifiers: bool = True,
+                     with_collation: bool = False) -> exp.Expr | None:
+        curr, nxt = self._curr, self._next
+        if curr is not None and nxt is not None:
+            head, second = curr.text.upper(), nxt.text.upper()
+            if head == "LONG" and second == "RAW":
+                self._advance(2)
+                return exp.DataType(this=exp.DataType.Type.USERDEFINED, kind="LONG RAW")
+            if curr.token_type == TokenType.INTERVAL and second in ("YEAR", "DAY"):
+                self._advance()
+                words = ["INTERVAL"]
+                while self._curr is not None and self._curr.text.upper() in INTERVAL_WORDS:
+                    words.append(self._curr.text.upper())
+                    self._advance()
+                    if self._match(TokenType.L_PAREN):
+                        words[-1] += f"({self._parse_number().sql('oracle')})"
+                        self._match_r_paren()
+                return exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=" ".join(words))
+        return super()._parse_types(check_func=check_func, schema=schema, allow_identifiers=allow_identifiers,
+                                    with_collation=with_collation)
+
+    def _column_property(self) -> exp.Expr:
+        """ENCRYPT [USING …] [IDENTIFIED BY …] [[NO] SALT], VISIBLE, INVISIBLE in a column's
+        definition, read to the column's next constraint."""
+        return self._physical(self._skip_clause(stop=_LIST_END, stop_words=(
+            "NOT", "NULL", "CONSTRAINT", "DEFAULT", "PRIMARY", "UNIQUE", "CHECK", "REFERENCES", *CONSTRAINT_STATES)))
 
     # -- ALTER TABLE -------------------------------------------------------------------------
     def _parse_modify_item(self) -> exp.Expr | None:

@@ -239,6 +239,20 @@ def test_column_properties_and_long_are_read_for_what_they_are():
         ModifyColumn(ColumnSpec("EMAIL", None, False, None)),)
     t = parse_create_table("CREATE TABLE hr.t (a LONG, b INTEGER, c NUMBER(19))")
     assert [c.type.spark for c in t.columns] == ["STRING", "DECIMAL(38,0)", "DECIMAL(19,0)"]
+    # Types sqlglot does not read, named as Oracle writes them; a column's ENCRYPT and
+    # (IN)VISIBLE where it is defined are how it is stored or shown, not its values.
+    t = parse_create_table(
+        'CREATE TABLE "HR"."T" ("ID" NUMBER(4) NOT NULL ENABLE, "IMG" LONG RAW, "SPAN" INTERVAL DAY (2) TO SECOND (6), '
+        '"AGE" INTERVAL YEAR TO MONTH, "SSN" VARCHAR2(11) ENCRYPT USING \'AES256\' NO SALT NOT NULL ENABLE, '
+        '"SEEN" DATE DEFAULT SYSDATE INVISIBLE, CONSTRAINT "T_PK" PRIMARY KEY ("ID"))')
+    assert [(c.name, c.type.oracle, c.type.spark, c.nullable, c.default) for c in t.columns] == [
+        ("ID", "NUMBER(4)", "INT", False, None), ("IMG", "LONG RAW", "BINARY", True, None),
+        ("SPAN", "INTERVAL DAY(2) TO SECOND(6)", "STRING", True, None),
+        ("AGE", "INTERVAL YEAR TO MONTH", "STRING", True, None), ("SSN", "VARCHAR2(11)", "STRING", False, None),
+        ("SEEN", "DATE", "TIMESTAMP_NTZ", True, "SYSDATE")]
+    assert parse_ddl("ALTER TABLE hr.t ADD (pin VARCHAR2(4) ENCRYPT, img2 LONG RAW)").actions == (
+        AddColumn(ColumnSpec("PIN", ColumnType("VARCHAR2(4)", "STRING", 4, True), None, None)),
+        AddColumn(ColumnSpec("IMG2", t.columns[1].type, None, None)))
 
 
 def test_revisions_follow_column_changes():
