@@ -265,6 +265,12 @@ def _alter_index(text: str) -> DdlStatement:
     """ALTER INDEX … RENAME TO: a unique index keeps its key under the new name (DROP INDEX
     names it so afterwards). Any other ALTER INDEX (REBUILD, UNUSABLE, …) is physical."""
     try:
+        words = [t.text.upper() for t in OracleDdl().tokenize(text)]
+    except sqlglot.errors.TokenError:
+        words = []
+    if "RENAME" not in words:  # REBUILD, UNUSABLE, …: not parsed (sqlglot would warn of each)
+        return DdlStatement("IGNORED", "INDEX", None, None)
+    try:
         trees = [t for t in sqlglot.parse(text, read=OracleDdl) if t is not None]
     except sqlglot.errors.ParseError:
         trees = []
