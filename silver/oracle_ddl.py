@@ -152,10 +152,24 @@ class OracleDdlParser(OracleParser):
                                     with_collation=with_collation)
 
     def _column_property(self) -> exp.Expr:
-        """ENCRYPT [USING …] [IDENTIFIED BY …] [[NO] SALT], VISIBLE, INVISIBLE in a column's
-        definition, read to the column's next constraint."""
-        return self._physical(self._skip_clause(stop=_LIST_END, stop_words=(
-            "NOT", "NULL", "CONSTRAINT", "DEFAULT", "PRIMARY", "UNIQUE", "CHECK", "REFERENCES", *CONSTRAINT_STATES)))
+        """VISIBLE, INVISIBLE, or ENCRYPT [USING 'algorithm'] [IDENTIFIED BY password]
+        ['integrity algorithm'] [[NO] SALT] in a column's definition: exactly its own
+        words, so what follows (NOT NULL, PRIMARY KEY, GENERATED …, AS (…)) is read as usual."""
+        words = [self._prev.text.upper()]
+        if words[0] == "ENCRYPT":
+            if self._match_text_seq("USING"):
+                words.append("USING")
+                self._match(TokenType.STRING)
+            if self._match_text_seq("IDENTIFIED", "BY"):
+                words.append("IDENTIFIED BY")
+                self._advance()  # the password: not kept
+            if self._match(TokenType.STRING):
+                words.append("(integrity algorithm)")
+            if self._match_text_seq("NO", "SALT"):
+                words.append("NO SALT")
+            elif self._match_text_seq("SALT"):
+                words.append("SALT")
+        return self._physical(" ".join(words))
 
     # -- ALTER TABLE -------------------------------------------------------------------------
     def _parse_modify_item(self) -> exp.Expr | None:
