@@ -264,14 +264,15 @@ def _unique_index(index: exp.Index) -> DdlStatement:
 def _alter_index(text: str) -> DdlStatement:
     """ALTER INDEX … RENAME TO: a unique index keeps its key under the new name (DROP INDEX
     names it so afterwards). Any other ALTER INDEX (REBUILD, UNUSABLE, …) is physical."""
+    dialect = OracleDdl()
     try:
-        words = [t.text.upper() for t in OracleDdl().tokenize(text)]
+        tokens = dialect.tokenize(text)
     except sqlglot.errors.TokenError:
-        words = []
-    if "RENAME" not in words:  # REBUILD, UNUSABLE, …: not parsed (sqlglot would warn of each)
+        tokens = []
+    if "RENAME" not in (t.text.upper() for t in tokens):  # REBUILD, UNUSABLE, …: not parsed (sqlglot warns of each)
         return DdlStatement("IGNORED", "INDEX", None, None)
-    try:
-        trees = [t for t in sqlglot.parse(text, read=OracleDdl) if t is not None]
+    try:  # the tokens read above, parsed
+        trees = [t for t in dialect.parser().parse(tokens, text) if t is not None]
     except sqlglot.errors.ParseError:
         trees = []
     tree = trees[0] if len(trees) == 1 else None

@@ -784,12 +784,13 @@ def derive(
         qualified = create_change_table(spark, channel, cname, tdef, revs, batch)
         rows = accepted.where(_any_group(groups) & ~misfit).select(*CHANGE_INPUT).unionByName(
             truncations(spark, channel, batch, src, source))
-        segments, dropped = typed_by_revision(rows, revs, structures[(src, *source)], shape, batch,
-                                              spark.table(qualified.replace("`", "")).schema)
+        # The change table's schema, read once (its Delta log) for the typing and the defaults.
+        schema = spark.table(qualified.replace("`", "")).schema
+        segments, dropped = typed_by_revision(rows, revs, structures[(src, *source)], shape, batch, schema)
         errors.append(dropped)
         typed, consumed = apply_dml_handlers(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
-        fields = spark.table(qualified.replace("`", "")).schema["_new"].dataType.fieldNames()
+        fields = schema["_new"].dataType.fieldNames()
         typed = fill_defaults(typed, revision_defaults(revs, structures[(src, *source)], shape, fields))
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
