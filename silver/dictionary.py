@@ -81,14 +81,36 @@ def _key_names(node: exp.Expression) -> list[str]:
     return [_ident(i) for i in items]
 
 
+def is_virtual(node: exp.ColumnDef) -> bool:
+    """A virtual column (``AS (…)``, ``GENERATED ALWAYS AS (…) [VIRTUAL]``): Oracle stores
+    no value for it, so the redo, and a change record, never carries one."""
+    for c in node.constraints:
+        k = c.args.get("kind")
+        if isinstance(k, exp.ComputedColumnConstraint) or (
+                isinstance(k, exp.GeneratedAsIdentityColumnConstraint) and k.args.get("expression") is not None):
+            return True
+    return False
+
+
 def read_column(
     node: exp.ColumnDef, number_policy: str = "decimal"
 ) -> tuple[str, ColumnType | None, bool | None, str | None, list[tuple[str | None, str, tuple[str, ...]]]]:
     """A column definition as CREATE TABLE and ALTER TABLE ADD/MODIFY write it: name, type
     (None: not given), nullability (None: not stated; a primary key is NOT NULL), DEFAULT
-    as Oracle SQL, and the key constraints declared on the column itself."""
+    as Oracle SQL, and the key constraints declared on the column itself.
+
+    A virtual column is read as a nullable column of its declared type without keys: no
+    record carries its value, so its target column holds NULL (the rule for a column a
+    record leaves out), and a key on it could never be matched. Oracle derives the type
+    of one declared without it; DBMS_METADATA prints it, and without it the column is an
+    error (the record goes to DDL error handling)."""
     col = _ident(node.this)
     kind = node.args.get("kind")
+    if is_virtual(node):
+        if not kind:
+            raise DdlError(f"virtual column {col} declares no type (write it as {col} <type> AS (…), "
+                           "as DBMS_METADATA prints it)")
+        return col, map_oracle_type(kind, number_policy), True, None, []
     nullable, default, keys = None, None, []
     for c in node.constraints:
         k = c.args.get("kind")
@@ -194,6 +216,7 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
     owner, name = _ident(table.args["db"]), _ident(table.this)
     columns: list[ColumnDef] = []
     keys: list[tuple[str | None, str, tuple[str, ...]]] = []
+    virtual = {_ident(i.this) for i in schema.expressions if isinstance(i, exp.ColumnDef) and is_virtual(i)}
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             col, ctype, nullable, default, col_keys = read_column(item, number_policy)
@@ -203,7 +226,8 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
             columns.append(ColumnDef(col, ctype, nullable is not False, default))
         elif isinstance(item, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint)):
             key = read_constraint(item)
-            if key is not None and key[1] in ("PRIMARY KEY", "UNIQUE"):
+            # A key on a virtual column is not one the records can match (read_column).
+            if key is not None and key[1] in ("PRIMARY KEY", "UNIQUE") and not virtual & set(key[2]):
                 keys.append(key)
     if sum(1 for k in keys if k[1] == "PRIMARY KEY") > 1:
         raise DdlError(f"CREATE TABLE {owner}.{name} declares two primary keys")

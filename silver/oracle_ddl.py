@@ -18,6 +18,9 @@ dialect teaches the parser those, so that every form reaches the same tree:
   ``INTERVAL DAY [(p)] TO SECOND [(s)]``, as a user-defined type named as Oracle writes it;
   a column's ``ENCRYPT …``, ``VISIBLE`` and ``INVISIBLE`` (how it is stored or shown, not its
   values) where a column is defined;
+- virtual columns as ``DBMS_METADATA`` prints them, ``GENERATED ALWAYS AS (…) VIRTUAL``, and
+  ``AS (…)`` after a column property: an ``exp.ComputedColumnConstraint`` (or sqlglot's
+  ``GeneratedAsIdentityColumnConstraint`` holding the expression), as ``c NUMBER AS (…)``;
 - what ``DBMS_METADATA`` adds to a CREATE TABLE: constraint states (``ENABLE``,
   ``DISABLE``, ``VALIDATE``, ``NOVALIDATE``, ``RELY``), ``USING INDEX`` with its
   attributes, ``SUPPLEMENTAL LOG DATA/GROUP``, ``SEGMENT CREATION``, ``COMPRESS``,
@@ -85,6 +88,10 @@ class OracleDdlParser(OracleParser):
         "USING": lambda self: self._parse_using_index(),
         "SUPPLEMENTAL": lambda self: self._physical_clause(stop=_LIST_END),
         **{k: (lambda self: self._column_property()) for k in ("ENCRYPT", "VISIBLE", "INVISIBLE")},
+        # A virtual column: VIRTUAL after GENERATED ALWAYS AS (…), and AS (…) after a
+        # column property (the base parser reads AS (…) right after the type only).
+        "VIRTUAL": lambda self: self._physical("VIRTUAL"),
+        "AS": lambda self: self._parse_virtual_expression(),
     }
 
     SCHEMA_UNNAMED_CONSTRAINTS: t.ClassVar = OracleParser.SCHEMA_UNNAMED_CONSTRAINTS | {"SUPPLEMENTAL"}
@@ -170,6 +177,14 @@ class OracleDdlParser(OracleParser):
             elif self._match_text_seq("SALT"):
                 words.append("SALT")
         return self._physical(" ".join(words))
+
+    def _parse_virtual_expression(self) -> exp.Expr:
+        """``AS (expression) [VIRTUAL]`` of a virtual column."""
+        if not self._match(TokenType.L_PAREN, advance=False):
+            self.raise_error("expected AS (expression) of a virtual column")
+        expression = self._parse_disjunction()
+        self._match_text_seq("VIRTUAL")
+        return self.expression(exp.ComputedColumnConstraint(this=expression, persisted=False))
 
     # -- ALTER TABLE -------------------------------------------------------------------------
     def _parse_modify_item(self) -> exp.Expr | None:

@@ -261,6 +261,27 @@ def test_column_properties_and_long_are_read_for_what_they_are():
         AddColumn(ColumnSpec("IMG2", t.columns[1].type, None, None)))
 
 
+def test_virtual_columns_are_nullable_columns_that_no_key_is_chosen_from():
+    # As DBMS_METADATA prints them, and AS (…) after a property: Oracle stores no value, so
+    # no record carries one; the column takes NULL, and a key on it is not the table's key.
+    t = parse_create_table(
+        'CREATE TABLE "HR"."T" ("ID" NUMBER(9) NOT NULL ENABLE, "PRICE" NUMBER(9,2), '
+        '"TAXED" NUMBER GENERATED ALWAYS AS ("PRICE"*1.2) VIRTUAL VISIBLE, '
+        '"CODE" VARCHAR2(12) INVISIBLE AS (\'C\'||TO_CHAR("ID")) VIRTUAL NOT NULL ENABLE, '
+        'CONSTRAINT "T_CODE_PK" PRIMARY KEY ("CODE") ENABLE, CONSTRAINT "T_UK" UNIQUE ("ID") ENABLE)')
+    assert [(c.name, c.type.spark, c.nullable) for c in t.columns] == [
+        ("ID", "INT", False), ("PRICE", "DECIMAL(9,2)", True), ("TAXED", "DECIMAL(38,10)", True), ("CODE", "STRING", True)]
+    assert (t.key_kind, t.key_columns, t.constraints) == ("UNIQUE", ("ID",), (("T_UK", "UNIQUE", ("ID",)),))
+    # An identity is no virtual column: its values are stored and captured.
+    ident = parse_create_table("CREATE TABLE hr.i (id NUMBER GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v NUMBER)")
+    assert (ident.key_kind, ident.key_columns) == ("PRIMARY KEY", ("ID",))
+    assert parse_ddl("ALTER TABLE hr.t ADD (net NUMBER(9,2) GENERATED ALWAYS AS (price/1.2) VIRTUAL NOT NULL)").actions == (
+        AddColumn(ColumnSpec("NET", t.columns[1].type, True, None)),)
+    # Oracle derives an undeclared type; this dictionary does not evaluate the expression.
+    with pytest.raises(DdlError, match="virtual column E declares no type"):
+        parse_ddl("ALTER TABLE hr.t ADD (e AS (price * 3))")
+
+
 def test_revisions_follow_column_changes():
     t = evolve(EMP, parse_ddl("ALTER TABLE hr.employees ADD (bonus NUMBER(4) DEFAULT 5 NOT NULL)"))
     assert t.column_names[-1] == "BONUS" and not t.column("BONUS").nullable and t.column("BONUS").default == "5"
