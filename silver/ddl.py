@@ -14,7 +14,7 @@ keywords and come back as ``kind == "IGNORED"`` with the object type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -79,9 +79,13 @@ class ModifyColumn:
 
 @dataclass(frozen=True)
 class AddConstraint:
-    kind: str  # PRIMARY KEY | UNIQUE | FOREIGN KEY | CHECK
+    kind: str  # PRIMARY KEY | UNIQUE | FOREIGN KEY | CHECK | UNIQUE INDEX
     columns: tuple[str, ...] = ()
     name: str | None = None
+    #: A UNIQUE INDEX's schema where the statement names it (``CREATE UNIQUE INDEX ops.k_uk
+    #: ON hr.k``); else the record's owner's. Where the index lives, not what it does to
+    #: the table: not compared (a MAP to another schema changes it).
+    index_owner: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -255,9 +259,9 @@ def _unique_index(index: exp.Index) -> DdlStatement:
     if table is None or not ordered or len(plain) != len(ordered):
         return DdlStatement("IGNORED", "UNIQUE INDEX", None, None)
     node = index.this
-    name = _ident(node.this if isinstance(node, exp.Table) else node)
+    index_owner, name = _name(node) if isinstance(node, exp.Table) else (None, _ident(node))
     owner, table_name = _name(table)
-    key = AddConstraint("UNIQUE INDEX", tuple(_ident(c.this) for c in plain), name)
+    key = AddConstraint("UNIQUE INDEX", tuple(_ident(c.this) for c in plain), name, index_owner)
     return DdlStatement("CREATE UNIQUE INDEX", "UNIQUE INDEX", owner, table_name, (key,))
 
 

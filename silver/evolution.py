@@ -127,17 +127,27 @@ def read_ddl(
     if stmt.kind == "IGNORED":
         return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
     if stmt.kind in ("DROP INDEX", "ALTER INDEX"):
-        holder = _index_table(history, stmt.owner or default_owner, stmt.name)
-        if holder is None:
+        found = _index_table(history, stmt.owner or default_owner, stmt.name)
+        if found is None:
             return DdlReading("IGNORED INDEX", "IGNORE", f"index {stmt.name} is no unique key of a table "
                               "in the dictionary: indexes carry no rows")
-        act = (DropConstraint(name=stmt.name, kind="INDEX") if stmt.kind == "DROP INDEX"
-               else replace(stmt.actions[0], old=stmt.name))
+        holder, stored = found
+        if stmt.kind == "DROP INDEX":
+            act = DropConstraint(name=stored, kind="INDEX")
+        else:  # renamed within its schema: a key stored with the index's schema keeps it
+            new = stmt.actions[0].name
+            act = replace(stmt.actions[0], old=stored, name=f"{stored.rsplit('.', 1)[0]}.{new}" if "." in stored else new)
         stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(act,))
     if stmt.kind == "CREATE UNIQUE INDEX" and stmt.owner is None and current_schema:
         # The record's owner is the index's; an unqualified table is the current schema's.
         stmt = replace(stmt, owner=current_schema.upper())
     owner = stmt.owner or default_owner
+    if stmt.kind == "CREATE UNIQUE INDEX":
+        # An index in another schema than its table's is known by its schema and name.
+        act = stmt.actions[0]
+        index_owner = act.index_owner or default_owner
+        if index_owner and owner and index_owner != owner:
+            stmt = replace(stmt, actions=(replace(act, name=f"{index_owner}.{act.name}"),))
     if owner is None:
         return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema",
                           code="DDL")
@@ -253,12 +263,14 @@ def read_ddl(
 
 
 def _index_table(history: dict[tuple[str, str], list[Revision]], owner: str | None, index: str,
-                 ) -> tuple[str, str] | None:
-    """The table of ``owner`` (at the source now) holding the unique key named ``index``
-    (keys are known by name only: an index in another schema than its table is not found,
-    and the key stays)."""
-    holders = sorted(k for k, revs in history.items() if k[0] == owner and revs and revs[-1].status == "TABLE"
-                     and any(n == index and k == "UNIQUE INDEX" for n, k, _ in revs[-1].table.constraints))
+                 ) -> tuple[tuple[str, str], str] | None:
+    """The table (at the source now) holding the unique key of index ``owner.index``, and
+    the key's name there: the index's name in its table's schema, ``owner.index`` in
+    another's."""
+    qualified = f"{owner}.{index}"
+    holders = sorted((t, n) for t, revs in history.items() if revs and revs[-1].status == "TABLE"
+                     for n, k, _ in revs[-1].table.constraints
+                     if k == "UNIQUE INDEX" and ((t[0] == owner and n == index) or n == qualified))
     return holders[0] if holders else None
 
 

@@ -201,6 +201,18 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     # An unqualified table is the current schema's (the record's owner is the index's).
     r = read_ddl(history, "CREATE UNIQUE INDEX ops.k_uk ON k (email)", 160, "OPS", (AdaptDdl(),), current_schema="hr")
     assert (r.decision, [k for k, _ in r.revisions]) == ("ALTER", [("HR", "K")])
+    # An index in another schema than its table's is known by its schema and name: HR's
+    # index of that name is not it, OPS's rename keeps it in OPS, and OPS's DROP removes it.
+    cross = {("HR", "K"): [*history[("HR", "K")], r.revisions[0][1]]}
+    assert cross[("HR", "K")][-1].table.constraints[-1] == ("OPS.K_UK", "UNIQUE INDEX", ("EMAIL",))
+    assert read_ddl(cross, "DROP INDEX hr.k_uk", 165, "HR", (AdaptDdl(),)).decision == "IGNORE"
+    for scn, text, owner, after in ((170, "ALTER INDEX k_uk RENAME TO k_mail_uk", "OPS", ("OPS.K_MAIL_UK", ("EMAIL",))),
+                                    (180, "DROP INDEX ops.k_mail_uk", "HR", None)):
+        step = read_ddl(cross, text, scn, owner, (AdaptDdl(),))
+        cross[("HR", "K")].append(step.revisions[0][1])
+        t = cross[("HR", "K")][-1].table
+        assert [(n, c) for n, _k, c in t.constraints if n != "K_A_UK"] == ([after] if after else []), text
+    assert (t.key_kind, t.key_columns) == ("ALL COLUMNS", ("A", "EMAIL", "CODE"))
     # Oracle's idiom: a unique index first, then a primary key constraint of its name over
     # it. Dropping the constraint keeps the index (a unique key still), and DROP INDEX then
     # removes the index only.
