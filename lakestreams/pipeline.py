@@ -339,8 +339,16 @@ def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str]
     log = spark.table(name) if spark.catalog.tableExists(name) else None
     if log is not None and table is not None:
         owner, tname = table
-        log = log.where(((F.col("object_owner") == F.lit(owner)) & (F.col("object_name") == F.lit(tname)))
-                        | ((F.col("truncates_owner") == F.lit(owner)) & (F.col("truncates_table") == F.lit(tname))))
+        # A record names its object (an index's DDL names the index); the revisions it made
+        # name the tables: a record is the table's when it names it, truncated it, or made
+        # a revision of it (CREATE UNIQUE INDEX, DROP INDEX, …).
+        revised = spark.table(channel.storage.table("silver", "dictionary").replace("`", "")).where(
+            (F.col("owner") == F.lit(owner)) & (F.col("table_name") == F.lit(tname))).select(
+            "source_database", "transaction_id", "revision_scn", "ddl_text", F.lit(True).alias("_revised"))
+        log = log.join(revised, ["source_database", "transaction_id", "revision_scn", "ddl_text"], "left").where(
+            ((F.col("object_owner") == F.lit(owner)) & (F.col("object_name") == F.lit(tname)))
+            | ((F.col("truncates_owner") == F.lit(owner)) & (F.col("truncates_table") == F.lit(tname)))
+            | F.col("_revised").isNotNull()).drop("_revised")
     total = log.count() if log is not None else 0
     if not total:
         return "the DDL log is empty" + (f" for {table[0]}.{table[1]}" if table else "")

@@ -220,3 +220,12 @@ def test_ddl_processing_in_the_pipeline_under_each_ddlerror_action(spark, tmp_pa
     assert "955" in shown[-1] and "DDLERROR DEFAULT IGNORE" in shown[-1]
     assert main(["ddl", "hr.dept", "--channel", str(path)]) == 0
     assert capsys.readouterr().out.strip() == "the DDL log is empty for HR.DEPT"
+    # A record about an index names the index; it is the table's when it made a revision of it.
+    index = Txn("d8", 220).ddl("CREATE UNIQUE INDEX hr.emp_name_uk ON hr.emp (name)", name="EMP_NAME_UK")
+    index.records[0].update(command_type="CREATE INDEX", object_type="INDEX")
+    write_lines(ch, "src", "f3.jsonl", index.commit())
+    run_pipeline(spark, fixed)
+    assert main(["ddl", "hr.emp", "--limit", "1", "--channel", str(path)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "8 DDL record(s) for HR.EMP, the last 1"
+    assert "SCN 220  txn d8  CREATE UNIQUE INDEX  HR.EMP_NAME_UK" in shown[1]
