@@ -371,14 +371,15 @@ def with_keys(changes: DataFrame, table: TableDef) -> DataFrame:
     )
 
 
-def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> DataFrame:
+def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, moves: bool | None = None) -> DataFrame:
     """Give each change (keyed by ``with_keys``) the id (``_root``) of the row incarnation it belongs to.
 
     Changes on one key form segments: a segment starts at an INSERT, at an UPDATE that
     moves a row onto the key, or at a change on a key that held no row. A segment that
     starts with a key move continues the incarnation of the segment the row came from;
     those links are followed by pointer jumping, so driver work grows with the length
-    of key-move chains (log2), never with rows.
+    of key-move chains (log2), never with rows. ``moves``: whether any change moves a row
+    to another key, when the caller knows (``moving_targets``); else a job finds out.
     """
     c = changes
     # Touch events: a change touches its old key (leaving or staying) and its new key.
@@ -418,9 +419,10 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
         F.coalesce(F.col("_prev_holds"), F.lit(False)).alias("_taken"),
         F.col("_prev_holds").isNull().alias("_claim_first"),
     )
-    moves = c.where((F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey")))
-    with step("plan.roots.moves"):
-        no_moves = moves.limit(1).count() == 0
+    if moves is None:
+        with step("plan.roots.moves"):
+            moves = c.where(is_move()).limit(1).count() > 0
+    no_moves = not moves
     if no_moves:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
         roots = member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root"))
@@ -447,9 +449,14 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64) -> D
     return c.join(roots, "_seq").join(claims, "_seq", "left")
 
 
-def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
+def is_move() -> Column:
+    """A change (keyed by ``with_keys``) that moves a row to another key."""
+    return (F.col("_op") == "U") & ~F.col("_okey").eqNullSafe(F.col("_nkey"))
+
+
+def build_target_plan(changes: DataFrame, table: TableDef, moves: bool | None = None) -> DataFrame:
     """Ordered, rooted changes of one target (keyed by ``with_keys``, flagged by
-    ``gold.late``): the rows its dbt model reads."""
+    ``gold.late``): the rows its dbt model reads. ``moves``: as ``assign_roots``."""
     # One source is ordered by SCN; sources are interleaved by commit time. A source's
     # commit time is made monotone in SCN order (running maximum), so a clock step back
     # at the source can never reorder its own transactions.
@@ -460,7 +467,7 @@ def build_target_plan(changes: DataFrame, table: TableDef) -> DataFrame:
     seq = changes.withColumn("_order_time", F.max("_commit_time").over(by_scn)).withColumn(
         "_seq", F.row_number().over(Window.orderBy(*order)).cast("bigint")
     )
-    return assign_roots(seq, table).select(
+    return assign_roots(seq, table, moves=moves).select(
         "_seq", "_root", "_gap", "_taken", "_claim_first", "_op", "_okey", "_nkey", "_old", "_old_present", "_new",
         "_new_present",
         "_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_position",
@@ -648,26 +655,33 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    A change table holds one source table: its SCNs are literals (no join).
     inst_rows = instantiation_rows(inst)
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type", "_position"]
-    all_changes = [with_inst_literals(df.select(
+    # ``_move``: the change moves a row to another key (what ``assign_roots`` links).
+    all_changes = [with_inst_literals(with_keys(df, tdef).select(
         *meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
         F.lit(target_model_name(*target)).alias("_model"), F.lit(target[0]).alias("owner"),
-        F.lit(target[1]).alias("table_name")), inst_rows, (source,))
-        for target, items in per_source.items() for _, df, source, _ in items]
+        F.lit(target[1]).alias("table_name"), is_move().alias("_move")), inst_rows, (source,))
+        for target, items in per_source.items() for _, df, source, tdef in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record",
               F.lit(None).cast("bigint").alias("_position"))
-    failures, truncated_models, with_inst = txn_errors, set(), None
+    failures, truncated_models, moving, with_inst = txn_errors, set(), set(), None
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
         # the snapshot that instantiates them (which opens with one). Found for all targets
         # in one job; one row per such target reaches the driver.
         opens = (F.col("_command_type") == "TRUNCATE") | (F.col("_transaction_id") == F.col("snapshot_transaction"))
+        # Targets where a change moves a row to another key: only their incarnations need
+        # linking (``assign_roots``). A round plans a subset of the changes, so a target
+        # without moves here has none in any round. Both found in the same job.
         with step("plan.truncates"):
-            # Model names only (one row per target: metadata), not change rows.
-            truncated_models = {r[0] for r in with_inst.where(
-                F.col("_error").isNull() & opens & above_instantiation()).select("_model").distinct().collect()}
+            # Model names only (one row per target with either: metadata), not change rows.
+            flags = with_inst.where(F.col("_error").isNull()).groupBy("_model").agg(
+                F.max(opens & above_instantiation()).alias("_truncates"), F.max("_move").alias("_moves"),
+            ).where("_truncates OR _moves").collect()
+            truncated_models = {r["_model"] for r in flags if r["_truncates"]}
+            moving = {r["_model"] for r in flags if r["_moves"]}
         row_errors = with_inst.select(
             "_source_database", "_transaction_id",
             F.coalesce(
@@ -770,11 +784,14 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                 ok = ok.unionByName(history.select(*ok.columns))
             ok = after_floors(ok, floors)
             with step("plan.order"):
-                planned = build_target_plan(flag_refold(ok, refold_keys), tdef)
-                # Evaluated once: the round's conflicts and, in the last round, the plan
-                # table, the conflict log and the tombstones all read it, and a
-                # checkpoint keeps no query plan per target alive on the driver.
-                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors).localCheckpoint()
+                # The applied history a late change re-folds, and the changes an error
+                # handler returned, may move rows: found out then.
+                moves = None if model in handled or history is not None else model in moving
+                planned = build_target_plan(flag_refold(ok, refold_keys), tdef, moves)
+                # Evaluated once (a projection of a checkpoint): the round's conflicts and,
+                # in the last round, the plan table, the conflict log and the tombstones
+                # all read it, and no query plan per target stays alive on the driver.
+                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors)
             rows = row_conflicts(spark, judged, gold, tdef, floors)
             others = value_conflicts(judged)
             if history is not None:
@@ -870,8 +887,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         with step("plan.tombstones"):
             if vacated.limit(1).count() > 0:
                 append(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
-    def write_target(t: tuple) -> TargetPlan | None:
-        owner, name, tdef, model, _changes, sources = t
+    def write_target(t: tuple) -> tuple[tuple, bool, DataFrame]:
+        _owner, _name, _tdef, model, _changes, sources = t
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
             rows = plans[model].drop(*JUDGING_COLUMNS)
@@ -882,28 +899,37 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                                         allowMissingColumns=True)
             overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
             kill_point("plan.target")
-            # Progress is counted from the plan table as written: a plan run again after a
-            # kill between two gold MERGEs keeps its first writing (keyed by plan id), while
-            # ``rows``, judged again against gold tables already merged, would count less.
-            rows = spark.table(ptable.replace("`", ""))
             truncates = truncs is not None and truncs.limit(1).count() > 0
-            # Per source: the plan's rows, and what it applies (above the instantiation SCN,
-            # not decided before): one small job over checkpointed rows, one row per source.
-            new = above_instantiation() & ~F.col("_decided")
-            per_source = with_inst_literals(rows, inst_rows, sources).groupBy("_source_database").agg(
-                F.count("*").alias("rows"), F.count_if(new).alias("records"),
-                F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),
-                F.max(F.when(new, F.unix_micros("_commit_time"))).alias("at"),  # exact through the driver
-            ).collect()
-            if not (truncates or sum(r["rows"] for r in per_source) > 0):
-                return None
-        progress = tuple((r["_source_database"], r["scn"], r["at"], r["records"]) for r in per_source if r["records"])
-        return TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
-                          late[model][0] is not None, progress)
+        # Progress is counted from the plan table as written: a plan run again after a
+        # kill between two gold MERGEs keeps its first writing (keyed by plan id), while
+        # ``rows``, judged again against gold tables already merged, would count less.
+        # Per source: the plan's rows, and what it applies (above the instantiation SCN,
+        # not decided before).
+        new = above_instantiation() & ~F.col("_decided")
+        counted = with_inst_literals(spark.table(ptable.replace("`", "")), inst_rows, sources).groupBy(
+            "_source_database").agg(
+            F.count("*").alias("rows"), F.count_if(new).alias("records"),
+            F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),
+            F.max(F.when(new, F.unix_micros("_commit_time"))).alias("at"),  # exact through the driver
+        ).withColumn("_model", F.lit(model))
+        return t, truncates, counted
 
-    # Targets are written independently (a few at once, as they are planned).
+    # Targets are written independently (a few at once, as they are planned), then counted
+    # in one small job over all plan tables: a row per target and source reaches the driver.
     with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
-        plan.targets.extend(tp for tp in pool.map(write_target, targets) if tp is not None)
+        written = list(pool.map(write_target, targets))
+    per_target: dict[str, list] = {}
+    if written:
+        with step("plan.counted"):
+            for r in reduce(DataFrame.unionByName, [counted for _t, _tr, counted in written]).collect():
+                per_target.setdefault(r["_model"], []).append(r)
+    for (owner, name, tdef, model, _changes, sources), truncates, _counted in written:
+        per_source = per_target.get(model, [])
+        if not (truncates or sum(r["rows"] for r in per_source) > 0):
+            continue
+        progress = tuple((r["_source_database"], r["scn"], r["at"], r["records"]) for r in per_source if r["records"])
+        plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
+                                       late[model][0] is not None, progress))
     # Where each change went. All targets' changes with their instantiation SCNs are one
     # job (``with_inst``); a target whose error handlers returned or consumed changes is
     # counted from its changes as the handlers left them, with the SCNs as literals.

@@ -375,11 +375,14 @@
 
 
 {#- Gold tables' properties: column mapping and type widening (renames, drops, widening in
-    place), unless the channel keeps gold on the basic Delta protocol (gold.column_mapping:
-    false), where such changes rewrite the table. -#}
+    place) and deletion vectors (a MERGE that changes a few rows marks them rather than
+    rewriting every file it touches: its cost follows the changes, not the table), unless
+    the channel keeps gold on the basic Delta protocol (gold.column_mapping: false), where
+    such changes rewrite the table. -#}
 {% macro lakestreams_gold_properties() -%}
   {%- if config.get('column_mapping', true) -%}
-    tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
+    tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true',
+                   'delta.enableDeletionVectors' = 'true')
   {%- else -%}
     {#- Where deletion vectors are on by default (Databricks), they too would raise the protocol. -#}
     tblproperties ('delta.enableDeletionVectors' = 'false')
