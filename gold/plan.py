@@ -379,7 +379,8 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, move
     starts with a key move continues the incarnation of the segment the row came from;
     those links are followed by pointer jumping, so driver work grows with the length
     of key-move chains (log2), never with rows. ``moves``: whether any change moves a row
-    to another key, when the caller knows (``moving_targets``); else a job finds out.
+    to another key, when the caller knows (``run_plan`` finds it for all targets in
+    one job); else a job finds out.
     """
     c = changes
     # Touch events: a change touches its old key (leaving or staying) and its new key.
@@ -655,12 +656,13 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    A change table holds one source table: its SCNs are literals (no join).
     inst_rows = instantiation_rows(inst)
     meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type", "_position"]
-    # ``_move``: the change moves a row to another key (what ``assign_roots`` links).
-    all_changes = [with_inst_literals(with_keys(df, tdef).select(
+    # ``_move``: the change moves a row to another key (what ``assign_roots`` links), under
+    # the target's key (its first source's definition, as the plan roots them).
+    all_changes = [with_inst_literals(with_keys(df, items[0][3]).select(
         *meta, F.lit(source[1]).alias("_owner"), F.lit(source[2]).alias("_table"),
         F.lit(target_model_name(*target)).alias("_model"), F.lit(target[0]).alias("owner"),
         F.lit(target[1]).alias("table_name"), is_move().alias("_move")), inst_rows, (source,))
-        for target, items in per_source.items() for _, df, source, tdef in items]
+        for target, items in per_source.items() for _, df, source, _ in items]
     txn_errors = spark.table(st.table("silver", "txn_errors").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record",
