@@ -173,31 +173,6 @@ def test_tagged_records_are_discarded_by_the_rule_that_says_so(spark, tmp_path):
     assert run_audit(spark, ch).ok
 
 
-def test_gold_merge_marks_changed_rows_with_deletion_vectors(spark, tmp_path):
-    """A MERGE that changes one row of a gold file marks it (a deletion vector) and writes
-    only that row again: the apply's cost follows the changes, not the table."""
-    ch = make_channel(tmp_path)
-    write_lines(ch, "src", "f1.jsonl", [
-        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
-        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "x"})
-        .row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "B", "NOTE": "y"})
-        .row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C", "NOTE": "z"}).commit(),
-    ])
-    run_pipeline(spark, ch)
-    write_lines(ch, "src", "f2.jsonl", [
-        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 2}, new={"NOTE": "y2"}).commit()])
-    run_pipeline(spark, ch)
-    target = f"{ch.storage.schema_name('gold')}.hr__regions"
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()}
-    assert props["delta.enableDeletionVectors"] == "true"
-    merge = spark.sql(f"DESCRIBE HISTORY {target}").where("operation = 'MERGE'").orderBy("version", ascending=False).first()
-    metrics = merge["operationMetrics"]
-    assert (metrics["numTargetRowsUpdated"], metrics["numTargetDeletionVectorsAdded"], metrics["numTargetFilesRemoved"],
-            metrics["numTargetRowsCopied"]) == ("1", "1", "0", "0")
-    assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "A", "x"), (2, "B", "y2"), (3, "C", "z")], SCHEMA),
-                       ignore_row_order=True)
-
-
 @pytest.mark.extended  # covered in the core: the fault suite kills gold at its MERGE and its applied mark and runs again
 def test_gold_rerun_after_a_crash_before_progress_applies_nothing_twice(spark, tmp_path):
     from gold.dbt import apply_targets
