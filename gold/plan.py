@@ -423,8 +423,7 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, move
     if moves is None:
         with step("plan.roots.moves"):
             moves = c.where(is_move()).limit(1).count() > 0
-    no_moves = not moves
-    if no_moves:
+    if not moves:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
         roots = member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root"))
         return c.join(roots, "_seq").join(claims, "_seq", "left")
@@ -889,7 +888,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         with step("plan.tombstones"):
             if vacated.limit(1).count() > 0:
                 append(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
-    def write_target(t: tuple) -> tuple[tuple, bool, DataFrame]:
+    def write_target(t: tuple) -> tuple[bool, DataFrame]:
         _owner, _name, _tdef, model, _changes, sources = t
         ptable = st.table("silver", plan_table_name(model))
         with step("plan.target"):
@@ -914,7 +913,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),
             F.max(F.when(new, F.unix_micros("_commit_time"))).alias("at"),  # exact through the driver
         ).withColumn("_model", F.lit(model))
-        return t, truncates, counted
+        return truncates, counted
 
     # Targets are written independently (a few at once, as they are planned), then counted
     # in one small job over all plan tables: a row per target and source reaches the driver.
@@ -923,9 +922,9 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     per_target: dict[str, list] = {}
     if written:
         with step("plan.counted"):
-            for r in reduce(DataFrame.unionByName, [counted for _t, _tr, counted in written]).collect():
+            for r in reduce(DataFrame.unionByName, [counted for _tr, counted in written]).collect():
                 per_target.setdefault(r["_model"], []).append(r)
-    for (owner, name, tdef, model, _changes, sources), truncates, _counted in written:
+    for (owner, name, tdef, model, _changes, sources), (truncates, _counted) in zip(targets, written, strict=True):
         per_source = per_target.get(model, [])
         if not (truncates or sum(r["rows"] for r in per_source) > 0):
             continue

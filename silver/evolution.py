@@ -134,20 +134,17 @@ def read_ddl(
         holder, stored = found
         if stmt.kind == "DROP INDEX":
             act = DropConstraint(name=stored, kind="INDEX")
-        else:  # renamed within its schema: a key stored with the index's schema keeps it
-            new = stmt.actions[0].name
-            act = replace(stmt.actions[0], old=stored, name=f"{stored.rsplit('.', 1)[0]}.{new}" if "." in stored else new)
+        else:  # renamed within its schema
+            new = _index_key_name(stmt.owner or default_owner, holder[0], stmt.actions[0].name)
+            act = replace(stmt.actions[0], old=stored, name=new)
         stmt = replace(stmt, owner=holder[0], name=holder[1], actions=(act,))
     if stmt.kind == "CREATE UNIQUE INDEX" and stmt.owner is None and current_schema:
         # The record's owner is the index's; an unqualified table is the current schema's.
         stmt = replace(stmt, owner=current_schema.upper())
     owner = stmt.owner or default_owner
     if stmt.kind == "CREATE UNIQUE INDEX":
-        # An index in another schema than its table's is known by its schema and name.
         act = stmt.actions[0]
-        index_owner = act.index_owner or default_owner
-        if index_owner and owner and index_owner != owner:
-            stmt = replace(stmt, actions=(replace(act, name=f"{index_owner}.{act.name}"),))
+        stmt = replace(stmt, actions=(replace(act, name=_index_key_name(act.index_owner or default_owner, owner, act.name)),))
     if owner is None:
         return DdlReading("ERROR", "ERROR", f"{stmt.kind} {stmt.name} names no owner and the record has no schema",
                           code="DDL")
@@ -260,6 +257,12 @@ def read_ddl(
                           reloads=key if d.reload else None)
     rev = Revision(scn, table, renames=renames, decision=d.target, keep_structure=_keep(action))
     return DdlReading(stmt.kind, d.target, _why(d), ((key, rev),), reloads=key if d.reload else None)
+
+
+def _index_key_name(index_owner: str | None, table_owner: str | None, index: str) -> str:
+    """The name a unique index's key is kept under: the index's, or ``schema.index`` for an
+    index in another schema than its table's (``_index_table`` finds it by either)."""
+    return f"{index_owner}.{index}" if index_owner and table_owner and index_owner != table_owner else index
 
 
 def _index_table(history: dict[tuple[str, str], list[Revision]], owner: str | None, index: str,
