@@ -5,8 +5,14 @@ Every command that writes a channel's tables holds an exclusive lock on
 (``wait`` seconds) or stops before it touches anything, saying who holds the lock. The
 lock is the operating system's (``flock``): a run that dies, even by SIGKILL, lets go of
 it at once, so there is no stale lock to clear by hand. On storage without ``flock``
-(some FUSE mounts) the run goes on with a warning; a Databricks job guards itself with
-``max_concurrent_runs: 1``.
+(some FUSE mounts) the run goes on with a warning.
+
+The lock keeps commands on one machine apart. Jobs on Databricks run on clusters of their
+own, which it does not reach: there the replication job is the only job that writes gold
+(error re-execution included), one run at a time (``max_concurrent_runs: 1``, queued; a
+person re-executing from the error-queue notebook should do it between its runs), and
+the maintenance job's OPTIMIZE and VACUUM meet its commits through Delta's optimistic
+concurrency (a conflicting commit fails, and the task's retry runs it again).
 """
 
 from __future__ import annotations

@@ -84,11 +84,20 @@ def jar_resolution_lock(path: Path | None = None) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def on_databricks() -> bool:
+    """Whether this process runs on a Databricks cluster (its runtime sets the variable)."""
+    return bool(os.environ.get("DATABRICKS_RUNTIME_VERSION"))
+
+
 def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_partitions: int = int(os.environ.get("LAKESTREAMS_SHUFFLE_PARTITIONS", "4"))) -> SparkSession:
     """Get or create the local SparkSession with Delta, warehouse at ``warehouse``."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if on_databricks():
+        # The runtime owns the session (Delta built in, the cluster's settings): taken as it
+        # is, with none of the local settings below.
+        return SparkSession.builder.getOrCreate()
     builder = (
         SparkSession.builder.master(os.environ.get("LAKESTREAMS_SPARK_MASTER", "local[2]"))
         .appName(app_name)

@@ -378,7 +378,7 @@ def test_the_typed_models_refuse_a_broken_job(mutate: Callable[[dict[str, Any]],
 
 def test_replication_runs_bronze_silver_ddl_gold_audit_in_a_chain() -> None:
     tasks = {task["task_key"]: task for task in _replication()["tasks"]}
-    assert set(tasks) == set(REPLICATION_ORDER)
+    assert set(tasks) == {*REPLICATION_ORDER, "errors_requested", "errors"}
     for previous, key in zip((None, *REPLICATION_ORDER[:-1]), REPLICATION_ORDER, strict=True):
         assert _depends_on(tasks[key]) == ([previous] if previous else []), key
         # A stage must never run on top of a failed upstream stage.
@@ -387,6 +387,8 @@ def test_replication_runs_bronze_silver_ddl_gold_audit_in_a_chain() -> None:
 
 def test_every_replication_task_is_the_lakestreams_wheel() -> None:
     for task in _replication()["tasks"]:
+        if "condition_task" in task:
+            continue
         wheel = task.get("python_wheel_task")
         assert wheel is not None, f"{task['task_key']} is not a python_wheel_task"
         assert wheel["package_name"] == PACKAGE
@@ -396,11 +398,27 @@ def test_every_replication_task_is_the_lakestreams_wheel() -> None:
         assert task["min_retry_interval_millis"] > 0
 
 
+def test_the_replication_job_re_executes_the_error_queue_only_on_demand_after_the_apply() -> None:
+    job = _replication()
+    tasks = {task["task_key"]: task for task in job["tasks"]}
+    assert {p["name"]: p["default"] for p in job["parameters"]} == {"execute_errors": "false"}
+    condition = tasks["errors_requested"]["condition_task"]
+    assert condition == {"op": "EQUAL_TO", "left": "{{job.parameters.execute_errors}}", "right": "true"}
+    assert _depends_on(tasks["errors_requested"]) == ["audit"]
+    assert tasks["errors"]["depends_on"] == [{"task_key": "errors_requested", "outcome": "true"}]
+    assert tasks["errors"]["python_wheel_task"]["parameters"][:3] == ["errors", "execute", "--all"]
+    build_parser().parse_args(tasks["errors"]["python_wheel_task"]["parameters"])
+    # A run asked for while one is active waits for it rather than being skipped.
+    assert job["queue"] == {"enabled": True} and job["max_concurrent_runs"] == 1
+
+
 def test_every_job_task_is_a_wheel_task_or_a_condition() -> None:
     for job_name, job in _all_jobs():
         for task in job["tasks"]:
             kinds = {k for k in task if k.endswith("_task")}
-            assert kinds in ({"python_wheel_task"}, {"condition_task"}), (job_name, task)
+            assert kinds in ({"python_wheel_task"}, {"condition_task"}, {"run_job_task"}), (job_name, task)
+            if "run_job_task" in task:  # only the replication job, the one that writes gold, is run
+                assert task["run_job_task"]["job_id"] == "${resources.jobs.lakestreams_replication.id}"
 
 
 def test_every_wheel_task_runs_a_subcommand_on_the_channel_catalog_and_schema() -> None:
@@ -423,15 +441,19 @@ def test_every_channel_argument_points_at_the_channel_variable() -> None:
                     assert items[i + 1 : i + 2] == ["${var.channel_file}"], (path.name, items)
 
 
-def test_wheel_tasks_install_the_bundle_wheel_on_serverless() -> None:
+def test_wheel_tasks_run_the_bundle_wheel_on_a_dedicated_job_cluster() -> None:
     for job_name, job in _all_jobs():
-        environments = {e["environment_key"]: e for e in job.get("environments", [])}
+        clusters = {c["job_cluster_key"]: c["new_cluster"] for c in job.get("job_clusters", [])}
+        assert "environments" not in job, f"{job_name}: serverless lacks the Spark classic API the tasks use"
         for task in job["tasks"]:
             if "python_wheel_task" not in task:
                 continue
-            environment = environments.get(task.get("environment_key"))
-            assert environment, f"{job_name}.{task['task_key']} has no job environment"
-            assert WHEEL_DEPENDENCY in environment["spec"]["dependencies"]
+            cluster = clusters.get(task.get("job_cluster_key"))
+            assert cluster, f"{job_name}.{task['task_key']} has no job cluster"
+            # Dedicated access: foreachBatch runs in the driver process, the SparkContext is there.
+            assert cluster["data_security_mode"] == "SINGLE_USER", job_name
+            assert cluster["spark_version"] == "${var.spark_version}", job_name
+            assert {"whl": WHEEL_DEPENDENCY} in task["libraries"], f"{job_name}.{task['task_key']}"
 
 
 def test_every_dependency_names_a_task_of_the_same_job_without_cycles() -> None:
@@ -478,18 +500,22 @@ def test_maintenance_compacts_bronze_and_silver() -> None:
     assert _depends_on(tasks["maintain"]) == []
 
 
-def test_maintenance_re_executes_the_error_queue_only_on_demand() -> None:
+def test_maintenance_re_executes_the_error_queue_only_on_demand_through_the_replication_job() -> None:
     job = _maintenance()
     tasks = {task["task_key"]: task for task in job["tasks"]}
     # A job parameter, false unless a run asks for it.
     assert {p["name"]: p["default"] for p in job["parameters"]} == {"execute_errors": "false"}
     condition = tasks["errors_requested"]["condition_task"]
     assert condition == {"op": "EQUAL_TO", "left": "{{job.parameters.execute_errors}}", "right": "true"}
-    # After the maintenance (both take the channel's run lock), and only on a true outcome.
     assert _depends_on(tasks["errors_requested"]) == ["maintain"]
     assert tasks["errors"]["depends_on"] == [{"task_key": "errors_requested", "outcome": "true"}]
-    assert tasks["errors"]["python_wheel_task"]["parameters"][:3] == ["errors", "execute", "--all"]
-    build_parser().parse_args(tasks["errors"]["python_wheel_task"]["parameters"])
+    # The jobs run on different clusters, where the state folder's file lock does not
+    # reach: the re-execution is a (queued) run of the replication job, never one of its own.
+    run = tasks["errors"]["run_job_task"]
+    assert run == {"job_id": "${resources.jobs.lakestreams_replication.id}",
+                   "job_parameters": {"execute_errors": "true"}}
+    replication = _replication()
+    assert {p["name"] for p in replication["parameters"]} >= set(run["job_parameters"])
 
 
 def test_only_the_bronze_task_reads_the_landing_root() -> None:

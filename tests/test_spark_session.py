@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import select
 import subprocess
 import sys
@@ -54,3 +55,27 @@ def test_a_start_that_must_wait_says_so_and_waits(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert float(out.split()[0]) >= released
+
+
+#: A process that gets its session as a task on a Databricks cluster would, and reports it.
+ON_DATABRICKS = """
+import sys
+from lakestreams.spark import build_session
+spark = build_session(sys.argv[1])
+conf = spark.sparkContext.getConf()
+print(conf.get("spark.master"), conf.get("spark.sql.extensions", "-"), conf.get("spark.jars.packages", "-"))
+spark.stop()
+"""
+
+
+def test_on_databricks_the_runtime_session_is_taken_without_the_local_settings(tmp_path):
+    # No runtime here: getOrCreate starts a plain session, which shows that none of the
+    # local settings (master local[2], Delta's packages and extension) was applied.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKESTREAMS_", "PYSPARK_SUBMIT"))}
+    env["DATABRICKS_RUNTIME_VERSION"] = "17.3"
+    proc = subprocess.run([sys.executable, "-c", ON_DATABRICKS, str(tmp_path / "wh")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    master, extensions, packages = proc.stdout.split()[-3:]
+    assert (master, extensions, packages) == ("local[*]", "-", "-"), proc.stdout
+    assert not (tmp_path / "wh").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,14 +105,22 @@ def _tasks(resource: str, job: str) -> list[dict]:
     return tasks
 
 
+#: Where each job of the bundle is defined.
+JOB_FILES = {"lakestreams_replication": "lakestreams.job.yml", "lakestreams_maintenance": "maintenance.job.yml"}
+
+
 def _run_job(site: Path, cwd: Path, resource: str, job: str, variables: dict[str, str],
-             parameters: dict[str, str] | None = None) -> dict[str, subprocess.CompletedProcess | bool]:
+             parameters: dict[str, str] | None = None) -> dict[str, subprocess.CompletedProcess | bool | dict]:
     """Each task as the job runs it: a wheel task is the wheel's console script with the
     task's parameters (variables resolved; locally there is no Unity Catalog, so the
     ``--catalog`` pair is left out: two-part names); a condition task compares job
-    parameters; a task whose condition's outcome is not the one it waits for is excluded."""
+    parameters (their defaults unless ``parameters`` sets them); a run-job task runs the
+    other job, with its job parameters, to its end (its tasks' outcomes); a task whose
+    condition's outcome is not the one it waits for is excluded."""
     script = site / "bin" / "lakestreams"
-    outcome: dict[str, subprocess.CompletedProcess | bool] = {}
+    defaults = yaml.safe_load((REPO / "resources" / resource).read_text())["resources"]["jobs"][job].get("parameters", [])
+    parameters = {**{p["name"]: p["default"] for p in defaults}, **(parameters or {})}
+    outcome: dict[str, subprocess.CompletedProcess | bool | dict] = {}
     for task in _tasks(resource, job):
         key = task["task_key"]
         waits = {d["task_key"]: d.get("outcome") for d in task.get("depends_on", [])}
@@ -121,14 +130,19 @@ def _run_job(site: Path, cwd: Path, resource: str, job: str, variables: dict[str
             continue
         if "condition_task" in task:
             c = task["condition_task"]
-            left, right = (_resolve(c[side], {}, parameters or {}) for side in ("left", "right"))
+            left, right = (_resolve(c[side], {}, parameters) for side in ("left", "right"))
             assert c["op"] in ("EQUAL_TO", "NOT_EQUAL"), c
             outcome[key] = (left == right) == (c["op"] == "EQUAL_TO")
+            continue
+        if "run_job_task" in task:
+            other = re.fullmatch(r"\$\{resources\.jobs\.(\w+)\.id\}", task["run_job_task"]["job_id"]).group(1)
+            outcome[key] = _run_job(site, cwd, JOB_FILES[other], other, variables,
+                                    task["run_job_task"].get("job_parameters", {}))
             continue
         params = list(task["python_wheel_task"]["parameters"])
         i = params.index("--catalog")
         del params[i:i + 2]
-        params = [_resolve(p, variables, parameters or {}) for p in params]
+        params = [_resolve(p, variables, parameters) for p in params]
         outcome[key] = _run([str(script), *params], cwd=cwd, env=_env(site))
     return outcome
 
@@ -170,7 +184,9 @@ def replicated(spark, installed, tmp_path_factory):
 @pytest.mark.extended
 def test_the_replication_job_runs_from_the_wheel(spark, replicated):
     ch, root, _, runs = replicated
-    assert list(runs) == ["bronze", "silver", "evolve", "gold", "audit"]
+    assert list(runs) == ["bronze", "silver", "evolve", "gold", "audit", "errors_requested", "errors"]
+    # Scheduled runs leave the error queue alone.
+    assert runs["errors_requested"] is False and runs["errors"] is None
     # Checkpoints and dbt's files went to the jobs' --state.
     assert (root / "state" / "checkpoints").is_dir() and not (root / "unused_state").exists()
     # The DDL step ran before gold had tables: nothing to change.
@@ -193,5 +209,8 @@ def test_the_maintenance_job_runs_from_the_wheel_and_re_executes_errors_on_deman
     assert runs["errors_requested"] is True
     maintained = {line.split()[-1] for line in runs["maintain"].stdout.splitlines() if line.startswith("maintained ")}
     assert f"`{SCHEMA}_bronze`.`change_records`" in maintained and any(f"`{SCHEMA}_silver`" in m for m in maintained)
+    # The re-execution is a run of the replication job, which re-executes after its audit.
+    replication = runs["errors"]
+    assert replication["errors_requested"] is True
     # The sample's queue is empty: the task runs the re-execution and the gold stage on it.
-    assert "accounting          balanced" in runs["errors"].stdout
+    assert "accounting          balanced" in replication["errors"].stdout
