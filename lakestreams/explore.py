@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -62,6 +63,40 @@ def table_revisions(spark: SparkSession, channel: Channel) -> DataFrame:
         .alias("columns"),
         F.array_join("key_columns", ", ").alias("key"), "key_kind", "target_decision", "ddl_text",
     ).orderBy("source_database", "owner", "table_name", "revision_scn")
+
+
+LAYERS = ("bronze", "silver", "gold")
+
+
+def layer_tables(spark: SparkSession, channel: Channel) -> DataFrame:
+    """Every table of the channel's bronze, silver and gold schemas with its row count, in
+    one job (Delta answers a count from its statistics). One row per table."""
+    parts = []
+    for layer in LAYERS:
+        schema = channel.storage.schema_name(layer)
+        if channel.storage.catalog:
+            schema = f"{channel.storage.catalog}.{schema}"
+        if not spark.catalog.databaseExists(schema):
+            continue
+        for t in spark.catalog.listTables(schema):
+            if t.isTemporary or t.tableType == "VIEW":
+                continue
+            parts.append(spark.table(channel.storage.table(layer, t.name).replace("`", ""))
+                         .select(F.lit(layer).alias("layer"), F.lit(t.name).alias("table"))
+                         .groupBy("layer", "table").count().withColumnRenamed("count", "rows"))
+    if not parts:
+        return spark.createDataFrame([], "layer STRING, table STRING, rows BIGINT")
+    order = F.array_position(F.array(*[F.lit(x) for x in LAYERS]), F.col("layer"))
+    return reduce(DataFrame.unionByName, parts).orderBy(order, "table")
+
+
+def recent_transactions(spark: SparkSession, channel: Channel) -> DataFrame:
+    """Silver's transactions, newest commit first: each source transaction's status (open,
+    committed, rolled back), commit SCN and time, and the silver batch that released it."""
+    t = _table(spark, channel, "silver", "transactions")
+    if t is None:
+        return spark.createDataFrame([], "source_database STRING, transaction_id STRING, status STRING")
+    return t.orderBy(F.desc_nulls_first("commit_scn"), "source_database", "transaction_id")
 
 
 def quarantine_reasons(spark: SparkSession, channel: Channel) -> DataFrame:

@@ -1,7 +1,8 @@
 # Databricks notebook source
 # MAGIC %md
 # MAGIC # lakestreams: explore a channel
-# MAGIC The accounting, quarantine reasons, the status per gold table and the error queue.
+# MAGIC The accounting; the tables of bronze, silver and gold; quarantine reasons; silver's
+# MAGIC transactions; the status per gold table and the error queue.
 # MAGIC All logic lives in the library; this notebook only calls it and shows the results.
 # MAGIC The other notebooks go further: `rule_audit`, `ddl_log`, `error_queue`, `apply_progress`.
 
@@ -26,7 +27,7 @@ catalog, schema = dbutils.widgets.get("catalog"), dbutils.widgets.get("schema") 
 
 from lakestreams.audit import run_audit
 from lakestreams.config import load_channel, with_storage
-from lakestreams.explore import error_queue_frame, quarantine_reasons
+from lakestreams.explore import error_queue_frame, layer_tables, quarantine_reasons, recent_transactions
 from lakestreams.pipeline import discard_reasons, format_summary, gold_summary
 from lakestreams.spark import ensure_schemas
 from lakestreams.status import channel_status, format_status
@@ -45,11 +46,27 @@ print(format_summary(run_audit(spark, ch), gold_summary(spark, ch), status.error
 
 # COMMAND ----------
 
+# MAGIC %md ## The tables of bronze, silver and gold, with their rows
+
+# COMMAND ----------
+
+display(layer_tables(spark, ch))  # noqa: F821
+
+# COMMAND ----------
+
 # MAGIC %md ## Bronze: quarantine reasons
 
 # COMMAND ----------
 
 display(quarantine_reasons(spark, ch))  # noqa: F821
+
+# COMMAND ----------
+
+# MAGIC %md ## Silver: transactions, newest commit first
+
+# COMMAND ----------
+
+display(recent_transactions(spark, ch))  # noqa: F821
 
 # COMMAND ----------
 

@@ -76,9 +76,20 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     s = Streams(ch)
     with pytest.raises(ConfigError, match="transaction t9 is not in the error queue"):
         s.execute_error(spark, "t9")
-    # Re-executed with its cause still there, t3 fails again, with the error it meets now.
-    s.execute_error(spark, "t3")
+    # Re-executed with its cause still there (from the error-queue notebook, as an operator
+    # would: its widgets), t3 fails again, with the error it meets now.
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
+                                 "schema": ch.storage.schema},
+        "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
+    }))
+    notebook = REPO / "notebooks" / "error_queue.py"
+    run = run_notebook(notebook, spark, {"channel": str(path), "action": "execute", "transaction": "t3"},
+                       tmp_path / "nb")
+    assert "re-executed 1 transaction(s)" in run.printed and "3 transaction(s) in the error queue" in run.printed
     assert set(_queue(spark, ch)) == {"t3", "t4", "t6"}
+    assert "ORA-26786" in _queue(spark, ch)["t3"]
     # The fix: an update conflict handler. t3 applies on the row as gold holds it (NOTE m
     # from t5 stays) and leaves the queue; executing it again finds nothing to do.
     s.set_update_conflict_handler("hr.regions", "OVERWRITE", "REGION_NAME", ["REGION_NAME"])
@@ -91,14 +102,7 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     with pytest.raises(ConfigError, match="transaction t3 is not in the error queue"):
         s.execute_error(spark, "t3")
 
-    # Deleted from the error-queue notebook, as an operator would (its widgets).
-    path = tmp_path / "channel.yml"
-    path.write_text(yaml.safe_dump({
-        "name": "t", "storage": {"warehouse": str(ch.storage.warehouse), "state": str(ch.storage.state),
-                                 "schema": ch.storage.schema},
-        "landing": [{"name": "src", "path": str(ch.landing[0].path)}],
-    }))
-    notebook = REPO / "notebooks" / "error_queue.py"
+    # Deleted from the error-queue notebook.
     run = run_notebook(notebook, spark, {"channel": str(path), "action": "delete", "transaction": "t6"},
                        tmp_path / "nb")
     assert "removed 1 transaction(s) from the error queue" in run.printed
@@ -155,3 +159,15 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     audit = run_audit(spark, s.channel)
     assert audit.ok, audit.problems
     assert audit.buckets["error"] == 2 and audit.buckets["applied"] == 5
+
+    # The operator's CLI: the DDL log, and the audit, which exits 3 once a record is
+    # missing from every bucket.
+    assert main(["ddl", "hr.regions", "--channel", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("1 DDL record(s) for HR.REGIONS") and "SCN 100  txn t1  CREATE TABLE  HR.REGIONS  → ADD" in shown
+    assert main(["audit", "--channel", str(path)]) == 0
+    assert "accounting          balanced" in capsys.readouterr().out
+    outcomes = ch.storage.table("silver", "outcomes").replace("`", "")
+    spark.sql(f"DELETE FROM {outcomes} WHERE transaction_id = 't5' AND stage = 'plan'")
+    assert main(["audit", "--channel", str(path)]) == 3
+    assert "accounting          UNBALANCED: bronze" in capsys.readouterr().out

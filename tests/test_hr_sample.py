@@ -37,6 +37,9 @@ HR_CHANNEL = {
 }
 
 
+#: The catalog the HR run's session starts in (not the channel's).
+PROBE_CATALOG = "lakestreams_probe"
+
 #: The stage and step events of the fixture's run, as a progress display receives them.
 EVENTS: list[tuple[str, str, bool]] = []
 
@@ -47,9 +50,24 @@ def hr(spark, tmp_path_factory):
     counts = generate_hr_sample(root / "landing")
     ch = channel_from_dict(HR_CHANNEL, root)
     EVENTS.clear()
-    with listening(lambda kind, name, done: EVENTS.append((kind, name, done))):
-        run_pipeline(spark, ch)
-    return ch, root, counts
+    # The session starts in another catalog, as a job's may (the workspace default): the
+    # pipeline makes the channel's catalog the session's current one, as it starts and again
+    # before dbt (two-part names only), or dbt would look for its tables in this one. A JDBC
+    # catalog that is never connected to.
+    spark.conf.set(f"spark.sql.catalog.{PROBE_CATALOG}", "org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTableCatalog")
+    spark.conf.set(f"spark.sql.catalog.{PROBE_CATALOG}.url", "jdbc:derby:memory:lakestreams_probe;create=true")
+    spark.catalog.setCurrentCatalog(PROBE_CATALOG)
+    try:
+        with listening(lambda kind, name, done: EVENTS.append((kind, name, done))):
+            run_pipeline(spark, ch)
+        current = spark.catalog.currentCatalog()
+    finally:
+        spark.catalog.setCurrentCatalog("spark_catalog")
+    return ch, root, counts, current
+
+
+def test_the_run_makes_the_channel_catalog_the_session_s_current_one_for_dbt(hr):
+    assert hr[3] == "spark_catalog"
 
 
 def test_run_announces_its_stages_and_steps(hr):
@@ -78,7 +96,7 @@ def test_bundled_sample_is_the_generator_output(tmp_path):
 
 @pytest.mark.parametrize("table", ["REGIONS", "COUNTRIES", "LOCATIONS", "DEPARTMENTS", "EMPLOYEES", "JOB_HISTORY"])
 def test_gold_equals_replay(spark, hr, table):
-    ch, root, _ = hr
+    ch, root, _, _ = hr
     gold = spark.table(f"{ch.storage.schema_name('gold')}.hr__{table.lower()}")
     rows = []
     for src in ("DBS1.EXAMPLE.COM", "DBS2.EXAMPLE.COM"):
@@ -94,7 +112,7 @@ def test_gold_equals_replay(spark, hr, table):
 
 
 def test_accounting_and_second_run(spark, hr):
-    ch, _, counts = hr
+    ch, _, counts, _ = hr
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
     assert audit.landed == counts["records"] and audit.quarantined == 0
@@ -108,7 +126,7 @@ def test_accounting_and_second_run(spark, hr):
 def test_dbt_tests_pass_on_gold(spark, hr):
     from gold.dbt import run_dbt
 
-    ch, _, _ = hr
+    ch, _, _, _ = hr
     results = run_dbt(spark, ch.storage.state / "dbt", ["test"])
     # not_null and unique_key on every replicated table's key columns.
     assert len(results) >= 12 and all(status == "pass" for _, status, _ in results)
@@ -124,7 +142,7 @@ def test_demo_channel_loads():
 def test_status_per_table_and_source(spark, hr):
     """`lakestreams status`: every change table's records applied up to its newest commit
     SCN; the pending records are the audit's (the open transaction)."""
-    ch, _, _ = hr
+    ch, _, _, _ = hr
     status = channel_status(spark, ch)
     assert status.pending == run_audit(spark, ch).buckets["pending"] > 0
     assert sum(t.open for t in status.tables) + status.open_elsewhere == status.pending
@@ -147,7 +165,7 @@ def test_status_per_table_and_source(spark, hr):
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 #: What each notebook must show of the HR sample (printed text or a displayed table).
 NOTEBOOK_SHOWS = {
-    "explore_pipeline": ["accounting          balanced", "consistent at SCN"],
+    "explore_pipeline": ["accounting          balanced", "consistent at SCN", "COMMITTED"],
     "rule_audit": ["APPLY1", "kept"],
     "ddl_log": ["CREATE TABLE", "EMPLOYEE_ID NUMBER"],
     "error_queue": ["the error queue is empty"],
@@ -162,7 +180,7 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
     from lakestreams.config import load_channel
     from lakestreams.explore import run_notebook
 
-    ch, root, _ = hr
+    ch, root, _, _ = hr
     # The catalog and schema come from the notebook's widgets, as a deployment names them;
     # the channel file's would find nothing.
     channel_file = root / f"channel_{notebook.stem}.yml"
@@ -173,6 +191,15 @@ def test_notebooks_run_on_the_sample(spark, hr, notebook, tmp_path):
     shown = run.printed + "".join(run.tables)
     for text in NOTEBOOK_SHOWS[notebook.stem]:
         assert text in shown, f"{notebook.name} does not show {text!r}"
+    if notebook.stem == "explore_pipeline":
+        # The tables of every layer with their rows, as one table (rows: layer, table, count).
+        listed = {tuple(cell.strip() for cell in line.strip("|").split("|"))
+                  for line in run.tables[0].splitlines() if line.startswith("|") and "layer" not in line}
+        bronze = spark.table(ch.storage.table("bronze", "change_records").replace("`", "")).count()
+        assert ("bronze", "change_records", str(bronze)) in listed, run.tables[0]
+        assert {layer for layer, _, _ in listed} == {"bronze", "silver", "gold"}
+        assert {(layer, t) for layer, t, _ in listed} >= {("silver", "transactions"), ("silver", "ledger")} | {
+            ("gold", t.target) for t in channel_status(spark, ch).tables}
     if notebook.stem == "apply_progress":
         # The progress table and the plot: a line per gold table and source, in each panel.
         progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
@@ -202,7 +229,7 @@ def test_dbt_docs_describe_every_model_and_column_and_bronze_is_fresh(spark, hr)
     from gold.dbt import BRONZE_SOURCE, SOURCE, generate_docs, source_freshness
     from lakestreams.pipeline import known_targets
 
-    ch, _, _ = hr
+    ch, _, _, _ = hr
     targets = known_targets(spark, ch)
     warned: list[str] = []
     folder = generate_docs(spark, ch, targets, warned)

@@ -124,6 +124,26 @@ def test_rule_outcomes_and_accounting(spark, channel):
     assert audit.buckets["discarded"] == 3
 
 
+def test_the_rule_audit_notebook_shows_what_each_rule_kept_discarded_and_migrated(spark, channel, tmp_path):
+    from conftest import REPO
+
+    from lakestreams.explore import run_notebook
+
+    path = tmp_path / "channel.yml"
+    path.write_text(yaml.safe_dump({
+        "name": channel.name, "apply": APPLY,
+        "storage": {"warehouse": str(channel.storage.warehouse), "state": str(channel.storage.state),
+                    "schema": channel.storage.schema},
+        "landing": [{"name": "src", "path": str(channel.landing[0].path)}],
+    }))
+    run = run_notebook(REPO / "notebooks" / "rule_audit.py", spark, {"channel": str(path)}, tmp_path / "nb")
+    # The rules with their Oracle conditions, then per batch what each kept or discarded.
+    assert all(rule in run.tables[0] for rule in ("REGIONS1", "REGIONS2", "REGIONS3", "EMPLOYEES1"))
+    lines = [line.split() for line in run.printed.splitlines()]
+    assert ["REGIONS1", "kept", "2", "migrated", "UPDATE", "->", "INSERT"] in [x[3:] for x in lines if len(x) > 3]
+    assert ["(no", "rule)", "discarded", "5"] in [x[3:] for x in lines if len(x) > 3]
+
+
 def test_simulate_reports_what_a_proposed_channel_changes(spark, channel, tmp_path):
     proposed = channel.replace(clients=load_channel_with(tmp_path, {"rules": [{"schema": "hr"}]}).clients)
     rows = simulate(spark, channel, proposed)
