@@ -28,6 +28,7 @@ from silver.ddl import (
     ModifyColumn,
     Physical,
     RenameColumn,
+    RenameConstraint,
     RenameIndex,
     RenameTable,
 )
@@ -276,7 +277,7 @@ def adapt(
                 else:
                     refresh = True
                     reasons.append(f"{a.column.name} changes data type: refresh")
-        elif isinstance(a, (AddConstraint, DropConstraint, RenameIndex)):
+        elif isinstance(a, (AddConstraint, DropConstraint, RenameIndex, RenameConstraint)):
             if isinstance(a, AddConstraint) and a.kind in ("FOREIGN KEY", "CHECK"):
                 reasons.append(f"{a.kind} constraints are not replicated")
             else:

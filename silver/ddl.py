@@ -31,7 +31,7 @@ from silver.dictionary import (
     refuse_subqueries,
     table_with_keys,
 )
-from silver.oracle_ddl import OracleDdl
+from silver.oracle_ddl import ConstraintRename, OracleDdl
 from silver.types import ColumnType, map_oracle_type
 
 #: Object types whose DDL changes no table structure (still logged, and scoped by filters).
@@ -105,6 +105,14 @@ class RenameIndex:
 
 
 @dataclass(frozen=True)
+class RenameConstraint:
+    """ALTER TABLE … RENAME CONSTRAINT ``old`` TO ``name``: a key keeps its columns."""
+
+    old: str
+    name: str
+
+
+@dataclass(frozen=True)
 class RenameTable:
     owner: str | None  # None: the same owner
     name: str
@@ -118,7 +126,7 @@ class Physical:
 
 
 Action = (AddColumn | DropColumn | RenameColumn | ModifyColumn | AddConstraint | DropConstraint | RenameIndex
-          | RenameTable | Physical)
+          | RenameConstraint | RenameTable | Physical)
 
 
 @dataclass(frozen=True)
@@ -178,9 +186,12 @@ def _name(table: exp.Expression) -> tuple[str | None, str]:
     return (_ident(owner) if owner else None), _ident(table.this)
 
 
-def _column_spec(node: exp.ColumnDef, number_policy: str) -> ColumnSpec:
-    name, ctype, nullable, default, _keys = read_column(node, number_policy)
-    return ColumnSpec(name, ctype, nullable, default)
+def _added_column(node: exp.ColumnDef, number_policy: str) -> list[Action]:
+    """ADD of one column, then the keys declared inline with it (``id NUMBER CONSTRAINT
+    e_pk PRIMARY KEY``), as ADD CONSTRAINT would declare them."""
+    name, ctype, nullable, default, keys = read_column(node, number_policy)
+    return [AddColumn(ColumnSpec(name, ctype, nullable, default)),
+            *(AddConstraint(kind, columns, key_name) for key_name, kind, columns in keys)]
 
 
 def _constraint(node: exp.Expression) -> AddConstraint:
@@ -199,9 +210,9 @@ def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:
                 if not isinstance(item, exp.ColumnDef):
                     actions.append(_constraint(item))
                     continue
-                actions.append(AddColumn(_column_spec(item, number_policy)))
+                actions.extend(_added_column(item, number_policy))
         elif isinstance(a, exp.ColumnDef):
-            actions.append(AddColumn(_column_spec(a, number_policy)))
+            actions.extend(_added_column(a, number_policy))
         elif isinstance(a, exp.AddConstraint):
             actions.extend(_constraint(c) for c in a.expressions)
         elif isinstance(a, exp.Drop):
@@ -218,6 +229,8 @@ def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:
                 raise DdlError(f"ALTER TABLE DROP {kind or '?'} is not understood")
         elif isinstance(a, exp.RenameColumn):
             actions.append(RenameColumn(_ident(a.this), _ident(a.args["to"])))
+        elif isinstance(a, ConstraintRename):
+            actions.append(RenameConstraint(_ident(a.this), _ident(a.args["to"])))
         elif isinstance(a, exp.AlterRename):
             owner, name = _name(a.this)
             actions.append(RenameTable(owner, name))
@@ -320,7 +333,7 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
         refuse_subqueries(tree)  # CREATE TABLE: parse_create_table checks its column list
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         if isinstance(tree.this, exp.Schema):
-            t = parse_create_table(text, number_policy, tree=tree)
+            t = parse_create_table(text, number_policy, tree=tree, require_owner=False)
             return DdlStatement("CREATE TABLE", "TABLE", t.owner, t.name, table=t)
         owner, name = _name(tree.this)
         return DdlStatement("CREATE TABLE AS SELECT", "TABLE", owner, name)
@@ -336,6 +349,9 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
         owner, name = _name(_one_table(tree.args.get("tables") or [tree.this], "DROP INDEX"))
         return DdlStatement("DROP INDEX", "INDEX", owner, name)
     if isinstance(tree, exp.TruncateTable):
+        if str(tree.args.get("option") or "").upper() == "CASCADE":
+            raise DdlError("TRUNCATE TABLE … CASCADE also empties the child tables of ON DELETE CASCADE foreign keys, "
+                           "which no record names: apply it by hand and load those tables from a snapshot")
         owner, name = _name(_one_table(tree.expressions, "TRUNCATE TABLE"))
         return DdlStatement("TRUNCATE TABLE", "TABLE", owner, name)
     if isinstance(tree, exp.Command):
@@ -395,6 +411,8 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
                 or (a.kind == "UNIQUE" and k[1] == "UNIQUE" and k[2] == a.columns))]
         elif isinstance(a, RenameIndex):
             keys = [(a.name if k[0] == a.old and k[1] == "UNIQUE INDEX" else k[0], k[1], k[2]) for k in keys]
+        elif isinstance(a, RenameConstraint):  # a constraint the dictionary does not keep (CHECK): nothing
+            keys = [(a.name if k[0] == a.old and k[1] != "UNIQUE INDEX" else k[0], k[1], k[2]) for k in keys]
         elif isinstance(a, RenameTable):
             owner, name = a.owner or owner, a.name
     return table_with_keys(owner, name, tuple(cols), tuple(keys))

@@ -99,7 +99,7 @@ def process_ddl(
             raise DdlExecutionError(DDL, "DDLSUBST changed what the statement does to the table; the target "
                                          "follows the source dictionary and cannot take another change")
 
-    out = process(DdlRecord(text, tag or None, owner), config, execute)
+    out = process(DdlRecord(text, tag or None, owner), config, execute, number_policy=number_policy)
     if out.kind == "APPLIED":
         return Processed(reading, out.scope, out.kind, out.texts)
     why = f"GoldenGate {out.kind}: {out.reason or 'no target'}"

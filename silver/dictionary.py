@@ -189,10 +189,12 @@ def refuse_subqueries(node: exp.Expression) -> None:
         raise DdlError(f"a subquery is not allowed in a table's DDL (ORA-02251): {sub.sql('oracle')[:80]}")
 
 
-def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.Expression | None = None) -> TableDef:
+def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.Expression | None = None,
+                       require_owner: bool = True) -> TableDef:
     """Parse an Oracle CREATE TABLE into a TableDef (``tree``: already parsed). The forms
     ``DBMS_METADATA`` prints (quoted names, constraint states, storage, LOB and partition
-    clauses) give the same TableDef as the plain statement.
+    clauses) give the same TableDef as the plain statement. ``require_owner`` False: an
+    unqualified table gives owner None (a DDL record's schema names it).
 
     >>> t = parse_create_table("CREATE TABLE hr.regions (region_id NUMBER NOT NULL, "
     ...     "region_name VARCHAR2(25), CONSTRAINT reg_pk PRIMARY KEY (region_id))")
@@ -211,9 +213,10 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
         raise DdlError("CREATE TABLE without a column list (CREATE TABLE AS SELECT is not read yet)")
     refuse_subqueries(schema)
     table = schema.this
-    if not table.args.get("db"):
+    if not table.args.get("db") and require_owner:
         raise DdlError("CREATE TABLE without an owner (expected owner.table)")
-    owner, name = _ident(table.args["db"]), _ident(table.this)
+    owner = _ident(table.args["db"]) if table.args.get("db") else None
+    name = _ident(table.this)
     columns: list[ColumnDef] = []
     keys: list[tuple[str | None, str, tuple[str, ...]]] = []
     virtual = {_ident(i.this) for i in schema.expressions if isinstance(i, exp.ColumnDef) and is_virtual(i)}

@@ -357,6 +357,8 @@ def spark_change(old: str, new: str) -> str:
 
     >>> [spark_change(a, b) for a, b in (("INT", "BIGINT"), ("BIGINT", "INT"), ("DECIMAL(8,2)", "STRING"))]
     ['WIDEN', 'KEEP', 'REWRITE']
+    >>> [spark_change(a, "DOUBLE") for a in ("INT", "BIGINT")]
+    ['WIDEN', 'REWRITE']
     """
     o, n = old.upper().replace(" ", ""), new.upper().replace(" ", "")
     if o == n:
@@ -368,7 +370,8 @@ def spark_change(old: str, new: str) -> str:
         digits = {1: 3, 2: 5, 3: 10, 4: 20}[_INTEGRAL[o]]
         return "WIDEN" if nd[0] - nd[1] >= digits else "REWRITE"
     if o in _INTEGRAL and n == "DOUBLE":
-        return "WIDEN"
+        # Delta widens byte, short and int to double; a long may not fit a double exactly.
+        return "WIDEN" if _INTEGRAL[o] < _INTEGRAL["BIGINT"] else "REWRITE"
     if od is not None and nd is not None:
         if nd[0] - nd[1] >= od[0] - od[1] and nd[1] >= od[1]:
             return "WIDEN"

@@ -10,7 +10,8 @@ Extract runs them:
 5. ``remove_comments_before`` (DDLOPTIONS REMOVECOMMENTS BEFORE);
 6. ``determine_scope``: OTHER if this operation on this object type cannot be mapped,
    else MAPPED when a MAP names the base object, else UNMAPPED;
-7. ``map_base``: one target per matching MAP, base name replaced in the sqlglot tree;
+7. ``map_base``: one target per matching MAP, the base name replaced where the text writes
+   it (found from the parse; the rest of the captured text stays as it was);
 8. ``map_derived`` (MAPDERIVED): index, trigger or new name follow the MAP;
 9. ``filter_ddl``: DDL INCLUDE / EXCLUDE on each target (an EXCLUDE that holds wins);
 10. ``substitute``: every DDLSUBST whose own clauses hold, in file order;
@@ -378,6 +379,7 @@ class DdlState:
     record: DdlRecord
     text: str
     execute: Callable[[TargetDdl], Any] | None = field(default=None, compare=False, repr=False)
+    number_policy: str = "decimal"  # how a NUMBER without precision reads (the channel's)
     comments: tuple[str, ...] = ()
     tree: exp.Expression | None = field(default=None, compare=False, repr=False)
     optype: str | None = None
@@ -490,6 +492,43 @@ def _set_name(node: exp.Expression, name: ObjectName) -> None:
         node.set("db", owner)
     else:
         node.replace(exp.Table(this=_ident(name.name), db=owner))
+
+
+def _span(node: exp.Expression | None) -> tuple[int, int] | None:
+    """Where in the parsed text the name ``node`` carries is written (first and last
+    character): its owner and object identifiers (a COMMENT ON COLUMN keeps its column)."""
+    if isinstance(node, exp.Column):
+        parts = [node.args.get("db"), node.args.get("table")]
+    elif isinstance(node, exp.Table):
+        parts = [node.args.get("db"), node.this]
+    else:
+        parts = [node]
+    idents = [p for p in parts if p is not None]
+    if not idents or not all(isinstance(i, exp.Identifier) and "start" in i.meta for i in idents):
+        return None
+    return min(i.meta["start"] for i in idents), max(i.meta["end"] for i in idents)
+
+
+def _renamed(text: str, which: int, name: ObjectName) -> tuple[str, exp.Expression] | None:
+    """``text`` with its base (``which`` 0) or derived (1) object named ``name``, and the tree
+    of the result. The name is replaced where it is written, so everything else stays as
+    captured, clauses the parser only reads (``NOT NULL ENABLE``, ``SEGMENT CREATION``,
+    ``LOB (…) STORE AS``, ``VIRTUAL``) included; a text the parser cannot read as one
+    statement, or whose name it reads without its place, gives None."""
+    try:
+        trees = [t for t in sqlglot.parse(text, read=OracleDdl) if t is not None]
+    except sqlglot.errors.ParseError:
+        return None
+    if len(trees) != 1 or isinstance(trees[0], exp.Command):
+        return None
+    node = _objects(trees[0])[which]
+    span = _span(node)
+    if span is None:
+        return None
+    owner = _ident(name.owner) if name.owner else None
+    written = exp.Table(this=_ident(name.name), db=owner).sql(dialect=OracleDdl)
+    _set_name(node, name)
+    return text[:span[0]] + written + text[span[1] + 1:], trees[0]
 
 
 class _Facts(NamedTuple):
@@ -638,16 +677,16 @@ def determine_scope(state: DdlState, config: GgDdlConfig) -> DdlState:
 
 @_step
 def map_base(state: DdlState, config: GgDdlConfig) -> DdlState:
-    """One target per MAP naming the base object, its name replaced in the tree."""
+    """One target per MAP naming the base object, its name replaced where it is written."""
     if state.scope != "MAPPED":
         return replace(state, targets=(TargetDdl(state.base, state.text),))
     targets = []
     for rule in state.maps:  # without a tree, ``reparse`` refuses the target (after the filters)
         name, tree, text = rule.target_for(state.base), None, state.text
         if state.tree is not None:
-            tree = state.tree.copy()
-            _set_name(_objects(tree)[0], name)
-            text = tree.sql(dialect=OracleDdl)
+            done = _renamed(text, 0, name)
+            if done is not None:
+                text, tree = done
         targets.append(TargetDdl(name, text, map=rule, tree=tree))
     return replace(state, targets=tuple(targets))
 
@@ -671,9 +710,11 @@ def map_derived(state: DdlState, config: GgDdlConfig) -> DdlState:
         else:  # its own MAP, else the base target's schema
             name = (rule.target_for(state.derived) if rule
                     else ObjectName(t.name.owner, state.derived.name))
-        tree = t.tree.copy()
-        _set_name(_objects(tree)[1], name)
-        return replace(t, tree=tree, text=tree.sql(dialect=OracleDdl))
+        done = _renamed(t.text, 1, name)
+        if done is None:  # refused by ``reparse``, after the filters
+            return replace(t, tree=None)
+        text, tree = done
+        return replace(t, tree=tree, text=text)
     return _each(state, one)
 
 
@@ -717,7 +758,7 @@ def reparse(state: DdlState, config: GgDdlConfig) -> DdlState:
             why = "read only as a command: the MAP cannot replace its names"
             return replace(t, error=DdlFailure(PARSE, why))
         try:
-            return replace(t, statement=parse_ddl(t.text))
+            return replace(t, statement=parse_ddl(t.text, state.number_policy))
         except DdlError as e:
             return replace(t, error=DdlFailure(PARSE, str(e)))
     return _each(state, one)
@@ -779,17 +820,18 @@ STEPS = (separate_comments, ignore_replicates, identify, rename_to_alter, remove
 
 def process(record: DdlRecord, config: GgDdlConfig,
             execute: Callable[[TargetDdl], Any] | None = None,
-            steps: tuple[Callable, ...] = STEPS) -> DdlOutcome:
+            steps: tuple[Callable, ...] = STEPS, number_policy: str = "decimal") -> DdlOutcome:
     """Run ``steps`` on one record. ``execute`` is called with each target (a ``TargetDdl``:
     its text and parsed statement) and may raise ``DdlExecutionError`` (or ``DdlError``, code
     DDL); a DDLERROR rule saying ABEND (or no rule at all) raises ``DdlAbend``.
+    ``number_policy``: how the re-parse reads a NUMBER without precision (as the record was).
 
     >>> from silver.gg_params import parse_params
     >>> cfg = parse_params("MAP hr.*, TARGET hr_copy.*;")
     >>> process(DdlRecord("ALTER TABLE hr.employees ADD (notes VARCHAR2(100))"), cfg).texts
     ('ALTER TABLE HR_COPY.EMPLOYEES ADD (notes VARCHAR2(100))',)
     """
-    state = DdlState(record=record, text=record.text, execute=execute)
+    state = DdlState(record=record, text=record.text, execute=execute, number_policy=number_policy)
     for step in steps:
         state = step(state, config)
     if state.outcome is None:

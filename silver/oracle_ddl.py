@@ -6,7 +6,11 @@ dialect teaches the parser those, so that every form reaches the same tree:
 
 - ``ALTER TABLE … MODIFY (col type [NULL | NOT NULL], …)`` and ``MODIFY col …``: one
   ``exp.AlterColumn`` per column (``dtype``; ``allow_null`` True/False when stated);
-- ``ALTER TABLE … DROP (a, b)``, ``DROP PRIMARY KEY``, ``DROP UNIQUE (a, b)``;
+- ``ALTER TABLE … DROP (a, b)``, ``DROP PRIMARY KEY``, ``DROP UNIQUE (a, b)``, and
+  ``SET UNUSED (a, b)`` / ``SET UNUSED COLUMN a`` as a DROP of those columns;
+- ``TRUNCATE TABLE t`` with Oracle's options (``REUSE STORAGE``, ``DROP [ALL] STORAGE``,
+  ``PRESERVE``/``PURGE MATERIALIZED VIEW LOG``, ``CASCADE``);
+- ``ALTER TABLE … RENAME CONSTRAINT a TO b``: a ``ConstraintRename``;
 - ``RENAME a TO b``: the same ``exp.Alter`` with an ``exp.AlterRename`` as ``ALTER TABLE a
   RENAME TO b`` (GoldenGate's Extract turns the one into the other too);
 - ``CREATE [UNIQUE] INDEX owner.name ON table (columns)``, the storage and build options
@@ -67,6 +71,12 @@ CONSTRAINT_STATES = ("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NOR
 _LIST_END = (TokenType.COMMA, TokenType.R_PAREN)
 
 
+class ConstraintRename(exp.Expression):
+    """``ALTER TABLE … RENAME CONSTRAINT this TO to``."""
+
+    arg_types: t.ClassVar = {"this": True, "to": True}
+
+
 class OracleDdlParser(OracleParser):
     """The Oracle parser with the replication stream's DDL (see the module docstring)."""
 
@@ -74,6 +84,8 @@ class OracleDdlParser(OracleParser):
         **OracleParser.ALTER_PARSERS,
         "MODIFY": lambda self: self._parse_alter_modify(),
         "DROP": lambda self: self._parse_oracle_drop(),
+        "SET": lambda self: self._parse_oracle_set(),
+        "RENAME": lambda self: self._parse_oracle_rename(),
         **{k: (lambda self: [self._physical_clause()]) for k in PHYSICAL_ALTER_ACTIONS},
     }
 
@@ -218,7 +230,9 @@ class OracleDdlParser(OracleParser):
         return self.expression(exp.AlterColumn(this=column, dtype=dtype, default=default, allow_null=allow_null))
 
     def _parse_alter_modify(self) -> list[exp.Expr]:
-        if self._match_texts(("PARTITION", "SUBPARTITION", "LOB", "DEFAULT")) or self._match_text_seq(
+        # MODIFY PARTITION BY … [ONLINE] (made partitioned), MODIFY PARTITION p …, LOB, DEFAULT
+        # ATTRIBUTES, a constraint's state: physical.
+        if self._match_texts(("PARTITION", "PARTITION BY", "SUBPARTITION", "LOB", "DEFAULT")) or self._match_text_seq(
             "CONSTRAINT"
         ) or self._match(TokenType.PRIMARY_KEY) or self._match(TokenType.UNIQUE):
             return [self._physical_clause("MODIFY ")]
@@ -228,11 +242,22 @@ class OracleDdlParser(OracleParser):
             return items
         return [self._parse_modify_item()]
 
+    def _drop_column_options(self) -> None:
+        """[CASCADE CONSTRAINTS] [INVALIDATE] [CHECKPOINT n] [ONLINE] after a column drop: how
+        Oracle goes about it, not what is dropped."""
+        while True:
+            if self._match_text_seq("CASCADE", "CONSTRAINTS") or self._match_texts(("INVALIDATE", "ONLINE")):
+                continue
+            if self._match_text_seq("CHECKPOINT"):
+                self._match(TokenType.NUMBER)
+                continue
+            return
+
     def _parse_oracle_drop(self) -> list[exp.Expr]:
         if self._match(TokenType.L_PAREN):  # DROP (a, b): columns
             columns = self._parse_csv(self._parse_column)
             self._match_r_paren()
-            self._match_text_seq("CASCADE", "CONSTRAINTS")
+            self._drop_column_options()
             return [self.expression(exp.Drop(tables=columns, kind="COLUMN"))]
         if self._match(TokenType.PRIMARY_KEY) or self._match_text_seq("PRIMARY", "KEY"):
             self._skip_clause()
@@ -241,13 +266,67 @@ class OracleDdlParser(OracleParser):
             columns = self._parse_wrapped_csv(self._parse_column)
             self._skip_clause()
             return [self.expression(exp.Drop(kind="UNIQUE", tables=columns))]
-        if self._match_texts(("PARTITION", "SUBPARTITION", "UNUSED", "SUPPLEMENTAL")):
-            return [self._physical_clause("DROP ")]
+        if self._match_texts(("PARTITION", "SUBPARTITION", "UNUSED", "SUPPLEMENTAL", "COLUMNS")):
+            return [self._physical_clause("DROP ")]  # DROP COLUMNS CONTINUE: a drop's rest
         drops = self._parse_alter_table_drop()
-        self._match_text_seq("CASCADE", "CONSTRAINTS")
+        self._drop_column_options()
         # DROP CONSTRAINT … KEEP INDEX | DROP INDEX: what becomes of the constraint's index.
         self._match_text_seq("KEEP", "INDEX") or self._match_text_seq("DROP", "INDEX")
         return drops
+
+    def _parse_oracle_rename(self) -> exp.Expr | None:
+        """RENAME CONSTRAINT a TO b besides the base parser's RENAME [COLUMN] … TO …."""
+        if not self._match(TokenType.CONSTRAINT):
+            return self._parse_alter_table_rename()
+        old = self._parse_id_var()
+        if old is None or not self._match_text_seq("TO"):
+            self.raise_error("expected RENAME CONSTRAINT old_name TO new_name")
+        new = self._parse_id_var()
+        if new is None:
+            self.raise_error("expected RENAME CONSTRAINT old_name TO new_name")
+        return self.expression(ConstraintRename(this=old, to=new))
+
+    def _parse_oracle_set(self) -> list[exp.Expr] | exp.Expr:
+        """SET UNUSED (a, b) and SET UNUSED COLUMN a: the columns are gone for every reader
+        and writer (their space is freed later by DROP UNUSED COLUMNS), so read as DROP."""
+        if not self._match_text_seq("UNUSED"):
+            return OracleParser.ALTER_PARSERS["SET"](self)
+        if self._match(TokenType.L_PAREN):
+            columns = self._parse_csv(self._parse_column)
+            self._match_r_paren()
+        else:
+            self._match(TokenType.COLUMN)
+            columns = [self._parse_column()]
+        if not columns or any(c is None for c in columns):
+            self.raise_error("expected SET UNUSED (columns) or SET UNUSED COLUMN name")
+        while self._match_text_seq("CASCADE", "CONSTRAINTS") or self._match_texts(("INVALIDATE", "ONLINE")):
+            pass
+        return [self.expression(exp.Drop(tables=columns, kind="COLUMN"))]
+
+    def _parse_truncate_table(self) -> exp.TruncateTable | None | exp.Expr:
+        """Oracle's TRUNCATE TABLE t [{PRESERVE | PURGE} MATERIALIZED VIEW LOG]
+        [{DROP [ALL] | REUSE} STORAGE] [CASCADE]: the storage and log options say what
+        becomes of the space and of a materialized view log; CASCADE (the option of the
+        tree) also empties the child tables of ON DELETE CASCADE foreign keys."""
+        index = self._index
+        if not self._match(TokenType.TABLE):
+            return super()._parse_truncate_table()
+        table = self._parse_table(schema=True)
+        option = None
+        while self._curr:
+            if (self._match_text_seq("PRESERVE", "MATERIALIZED", "VIEW", "LOG")
+                    or self._match_text_seq("PURGE", "MATERIALIZED", "VIEW", "LOG")
+                    or self._match_text_seq("DROP", "ALL", "STORAGE") or self._match_text_seq("DROP", "STORAGE")
+                    or self._match_text_seq("REUSE", "STORAGE")):
+                continue
+            if self._match_text_seq("CASCADE"):
+                option = "CASCADE"
+                continue
+            break
+        if self._curr or table is None:
+            self._retreat(index)
+            return super()._parse_truncate_table()
+        return self.expression(exp.TruncateTable(expressions=[table], option=option))
 
     def _parse_alter_table_add(self) -> list[exp.Expr]:
         if self._match_texts(("PARTITION", "SUBPARTITION", "SUPPLEMENTAL")):
@@ -323,4 +402,10 @@ class OracleDdl(Oracle):
         COMMANDS = {c for c in tokens.Tokenizer.COMMANDS if c != TokenType.RENAME}
 
     Parser = OracleDdlParser
+
+    class Generator(Oracle.Generator):
+        TRANSFORMS: t.ClassVar = {
+            **Oracle.Generator.TRANSFORMS,
+            ConstraintRename: lambda self, e: f"RENAME CONSTRAINT {self.sql(e, 'this')} TO {self.sql(e, 'to')}",
+        }
 

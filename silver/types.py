@@ -68,7 +68,17 @@ def int_params(dt: exp.DataType) -> list[int | None]:
 
 
 def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnType:
-    """Map a sqlglot Oracle data type to the Spark type of the table above."""
+    """Map a sqlglot Oracle data type to the Spark type of the table above. The Oracle
+    type is kept as Oracle's dictionary states it, so the forms ``DBMS_METADATA`` prints
+    and the plain ones agree: ``NUMBER(6,0)`` is ``NUMBER(6)``, ``VARCHAR2(20 BYTE)`` is
+    ``VARCHAR2(20)`` (byte semantics, the default; ``CHAR`` semantics stay written), and
+    ``NUMBER(*,s)`` has 38 digits, ``s`` of them decimals.
+
+    >>> from silver.ddl import parse_ddl
+    >>> [parse_ddl(f"ALTER TABLE hr.e ADD (c {t})").actions[0].column.type.oracle
+    ...  for t in ("NUMBER(6,0)", "VARCHAR2(20 BYTE)", "VARCHAR2(20 CHAR)", "TIMESTAMP(6) WITH LOCAL TIME ZONE")]
+    ['NUMBER(6)', 'VARCHAR2(20)', 'VARCHAR2(20 CHAR)', 'TIMESTAMP(6) WITH LOCAL TIME ZONE']
+    """
     oracle = dt.sql("oracle")
     upper = oracle.upper()
     t = dt.this
@@ -76,6 +86,14 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     args = int_params(dt)
     # The type's name as a whole word: DECRYPT or INTERNAL are no numbers.
     word = re.split(r"[\s(]", upper, maxsplit=1)[0]
+    if word == "NUMBER" and len(args) == 2 and args[1] is not None:
+        if args[1] == 0 and args[0] is not None:
+            oracle = upper = f"NUMBER({args[0]})"
+        args = [38 if args[0] is None else args[0], args[1]]  # NUMBER(*,s): 38 digits, s of them decimals
+    if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR) and len(args) == 1 and upper.endswith(" BYTE)"):
+        oracle = upper = f"{word}({args[0]})"
+    if t == T.TIMESTAMPLTZ:
+        oracle = upper = f"TIMESTAMP{f'({args[0]})' if args and args[0] is not None else ''} WITH LOCAL TIME ZONE"
     if t == T.BIGINT:  # sqlglot reads Oracle's LONG (character data) as BIGINT
         return ColumnType("LONG", "STRING", empty_is_null=True)
     if word in ("INTEGER", "INT", "SMALLINT") and not args:

@@ -16,6 +16,7 @@ from silver.ddl import (
     ModifyColumn,
     Physical,
     RenameColumn,
+    RenameConstraint,
     RenameTable,
     evolve,
     parse_ddl,
@@ -25,7 +26,7 @@ from silver.evolution import Revision, read_ddl
 from silver.types import ColumnType
 
 PLAIN = """CREATE TABLE hr.employees (
-  employee_id NUMBER(6,0), first_name VARCHAR2(20), last_name VARCHAR2(25) NOT NULL,
+  employee_id NUMBER(6), first_name VARCHAR2(20), last_name VARCHAR2(25) NOT NULL,
   email VARCHAR2(25) NOT NULL, hire_date DATE NOT NULL, salary NUMBER(8,2) DEFAULT 0, resume CLOB,
   CONSTRAINT emp_salary_min CHECK (salary > 0), CONSTRAINT emp_email_uk UNIQUE (email),
   CONSTRAINT emp_emp_id_pk PRIMARY KEY (employee_id),
@@ -34,7 +35,7 @@ PLAIN = """CREATE TABLE hr.employees (
 #: The same table as DBMS_METADATA.GET_DDL prints it.
 METADATA = """CREATE TABLE "HR"."EMPLOYEES"
    (    "EMPLOYEE_ID" NUMBER(6,0),
-    "FIRST_NAME" VARCHAR2(20),
+    "FIRST_NAME" VARCHAR2(20 BYTE),
     "LAST_NAME" VARCHAR2(25) CONSTRAINT "EMP_LAST_NAME_NN" NOT NULL ENABLE,
     "EMAIL" VARCHAR2(25) CONSTRAINT "EMP_EMAIL_NN" NOT NULL ENABLE,
     "HIRE_DATE" DATE CONSTRAINT "EMP_HIRE_DATE_NN" NOT NULL ENABLE,
@@ -89,6 +90,10 @@ def test_metadata_form_gives_the_same_table_as_the_plain_form():
         AddColumn(ColumnSpec("BONUS", ColumnType("NUMBER(4)", "INT", None, False, False), False, "5")),
         AddColumn(ColumnSpec("NOTE", vc(9))))),
     ("ALTER TABLE hr.employees ADD note VARCHAR2(9)", "ALTER TABLE", (AddColumn(ColumnSpec("NOTE", vc(9))),)),
+    # Keys declared with the column they are on: as ADD CONSTRAINT after the column.
+    ("ALTER TABLE hr.employees ADD (note VARCHAR2(9) CONSTRAINT emp_note_uk UNIQUE, code VARCHAR2(9) PRIMARY KEY)",
+     "ALTER TABLE", (AddColumn(ColumnSpec("NOTE", vc(9))), AddConstraint("UNIQUE", ("NOTE",), "EMP_NOTE_UK"),
+                     AddColumn(ColumnSpec("CODE", vc(9), False)), AddConstraint("PRIMARY KEY", ("CODE",)))),
     ("ALTER TABLE hr.employees DROP COLUMN resume", "ALTER TABLE", (DropColumn("RESUME"),)),
     ("ALTER TABLE hr.employees DROP (resume, first_name) CASCADE CONSTRAINTS", "ALTER TABLE",
      (DropColumn("RESUME"), DropColumn("FIRST_NAME"))),
@@ -108,6 +113,8 @@ def test_metadata_form_gives_the_same_table_as_the_plain_form():
     ("ALTER TABLE hr.employees DROP PRIMARY KEY KEEP INDEX", "ALTER TABLE", (DropConstraint(kind="PRIMARY KEY"),)),
     ("ALTER TABLE hr.employees DROP UNIQUE (email)", "ALTER TABLE", (DropConstraint(kind="UNIQUE", columns=("EMAIL",)),)),
     ("ALTER TABLE hr.employees RENAME TO staff", "ALTER TABLE", (RenameTable(None, "STAFF"),)),
+    ('ALTER TABLE hr.employees RENAME CONSTRAINT "EMP_EMAIL_UK" TO emp_mail_uk', "ALTER TABLE",
+     (RenameConstraint("EMP_EMAIL_UK", "EMP_MAIL_UK"),)),
     ("ALTER TABLE hr.employees MOVE TABLESPACE users", "ALTER TABLE", (Physical("MOVE TABLESPACE USERS"),)),
     ("ALTER TABLE hr.employees ADD PARTITION p3 VALUES LESS THAN (10)", "ALTER TABLE",
      (Physical("ADD PARTITION P3 VALUES LESS THAN"),)),
@@ -117,6 +124,16 @@ def test_metadata_form_gives_the_same_table_as_the_plain_form():
     ("ALTER TABLE hr.employees ENABLE ROW MOVEMENT", "ALTER TABLE", (Physical("ENABLE ROW MOVEMENT"),)),
     ("DROP TABLE hr.employees CASCADE CONSTRAINTS PURGE", "DROP TABLE", ()),
     ("TRUNCATE TABLE hr.employees", "TRUNCATE TABLE", ()),
+    ("TRUNCATE TABLE hr.employees REUSE STORAGE", "TRUNCATE TABLE", ()),
+    ('TRUNCATE TABLE "HR"."EMPLOYEES" PURGE MATERIALIZED VIEW LOG DROP ALL STORAGE', "TRUNCATE TABLE", ()),
+    ("ALTER TABLE hr.employees SET UNUSED (resume, first_name) CASCADE CONSTRAINTS", "ALTER TABLE",
+     (DropColumn("RESUME"), DropColumn("FIRST_NAME"))),
+    ("ALTER TABLE hr.employees SET UNUSED COLUMN resume ONLINE", "ALTER TABLE", (DropColumn("RESUME"),)),
+    ("ALTER TABLE hr.employees DROP UNUSED COLUMNS", "ALTER TABLE", (Physical("DROP UNUSED COLUMNS"),)),
+    ("ALTER TABLE hr.employees DROP (resume) CASCADE CONSTRAINTS CHECKPOINT 250", "ALTER TABLE", (DropColumn("RESUME"),)),
+    ("ALTER TABLE hr.employees DROP COLUMNS CONTINUE", "ALTER TABLE", (Physical("DROP COLUMNS CONTINUE"),)),
+    ("ALTER TABLE hr.employees MODIFY PARTITION BY RANGE (hire_date) (PARTITION p1 VALUES LESS THAN (MAXVALUE)) ONLINE",
+     "ALTER TABLE", (Physical("MODIFY PARTITION BY RANGE ONLINE"),)),
     ("CREATE TABLE hr.employees AS SELECT * FROM hr.staff", "CREATE TABLE AS SELECT", ()),
 ])
 def test_statements_parse_to_their_structure(text, kind, actions):
@@ -131,6 +148,38 @@ def test_rename_statement_is_alter_table_rename():
     assert (stmt.kind, stmt.owner, stmt.name, stmt.actions, stmt.operation) == (
         "ALTER TABLE", None, "EMPLOYEES", (RenameTable(None, "STAFF"),), "RENAME")
     assert parse_ddl("ALTER TABLE employees RENAME TO staff").actions == stmt.actions
+
+
+def test_a_key_added_with_its_column_becomes_the_replication_key():
+    created = read_ddl({}, "CREATE TABLE hr.e (name VARCHAR2(9), note CLOB)", 100, "HR", (AdaptDdl(),))
+    history = {("HR", "E"): [rev for _, rev in created.revisions]}
+    assert history[("HR", "E")][-1].table.key_kind == "ALL COLUMNS"
+    added = read_ddl(history, "ALTER TABLE hr.e ADD (id NUMBER(4) CONSTRAINT e_pk PRIMARY KEY)", 110, "HR", (AdaptDdl(),))
+    table = added.revisions[-1][1].table
+    assert (table.key_columns, table.key_kind) == (("ID",), "PRIMARY KEY")
+
+
+def test_a_renamed_key_constraint_is_dropped_by_its_new_name():
+    created = read_ddl({}, "CREATE TABLE hr.e (id NUMBER NOT NULL, v NUMBER, CONSTRAINT e_pk PRIMARY KEY (id))",
+                       100, "HR", (AdaptDdl(),))
+    history = {("HR", "E"): [rev for _, rev in created.revisions]}
+    renamed = read_ddl(history, "ALTER TABLE hr.e RENAME CONSTRAINT e_pk TO e_id_pk", 110, "HR", (AdaptDdl(),))
+    history[("HR", "E")] += [rev for _, rev in renamed.revisions]
+    assert history[("HR", "E")][-1].table.constraints == (("E_ID_PK", "PRIMARY KEY", ("ID",)),)
+    dropped = read_ddl(history, "ALTER TABLE hr.e DROP CONSTRAINT e_id_pk", 120, "HR", (AdaptDdl(),))
+    assert [(r.table.key_kind, r.table.constraints) for _, r in dropped.revisions] == [("ALL COLUMNS", ())]
+
+
+def test_an_unqualified_create_table_is_the_record_s_schema_s():
+    """As an unqualified ALTER: the table is created in the record's schema (the session's
+    current schema on the source)."""
+    assert parse_ddl("CREATE TABLE emp2 (id NUMBER(4) PRIMARY KEY, name VARCHAR2(9))").owner is None
+    reading = read_ddl({}, "CREATE TABLE emp2 (id NUMBER(4) PRIMARY KEY, name VARCHAR2(9))", 100, "HR", (AdaptDdl(),))
+    ((key, rev),) = reading.revisions
+    assert (reading.decision, key, rev.table.owner, rev.table.name, rev.table.key_columns) == (
+        "ADD", ("HR", "EMP2"), "HR", "EMP2", ("ID",))
+    with pytest.raises(DdlError, match="CREATE TABLE without an owner"):
+        parse_create_table("CREATE TABLE emp2 (id NUMBER(4))")  # a channel file's declaration names it
 
 
 @pytest.mark.parametrize("text, object_type", [
@@ -239,6 +288,9 @@ def test_a_unique_index_is_a_key_the_replication_key_may_be_chosen_from():
     # A type is named as a whole word: DECRYPTO is no DECIMAL, INTERNAL no INT.
     ("ALTER TABLE hr.employees ADD (x DECRYPTO)", "Oracle type DECRYPTO has no Spark mapping"),
     ("ALTER TABLE hr.employees ADD (x INTERNAL)", "Oracle type INTERNAL has no Spark mapping"),
+    ("ALTER TABLE hr.employees SET UNUSED", "does not parse"),
+    # Child tables lose rows no record names: the DDL error handling decides.
+    ("TRUNCATE TABLE hr.employees DROP STORAGE CASCADE", "also empties the child tables"),
 ])
 def test_what_cannot_be_understood_is_refused_with_the_reason(text, message):
     with pytest.raises(DdlError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -100,6 +100,50 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
         process_ddl(reading, text, None, "HR", parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'"))
 
 
+def test_the_mapped_statement_is_read_again_with_the_channel_s_number_policy():
+    """A NUMBER without precision reads as the channel says (here DOUBLE) in the record and
+    in the MAP's rewrite alike: the target does what the source did."""
+    history = emp_created()
+    text = "ALTER TABLE hr.emp ADD (ratio NUMBER)"
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),), number_policy="double")
+    done = process_ddl(reading, text, None, "HR", parse_params(PARAMS), number_policy="double")
+    assert done.outcome == "APPLIED" and done.target_ddl == ("ALTER TABLE HR_COPY.EMP ADD (ratio NUMBER)",)
+
+
+METADATA_EMP2 = (
+    'CREATE TABLE "HR"."EMP2"\n   (\t"ID" NUMBER(4,0) NOT NULL ENABLE,\n\t"NOTE" LONG,\n'
+    '\t"TWICE" NUMBER GENERATED ALWAYS AS ("ID"*2) VIRTUAL ,\n'
+    '\t CONSTRAINT "EMP2_PK" PRIMARY KEY ("ID")\n  USING INDEX PCTFREE 10 TABLESPACE "USERS"  ENABLE,\n'
+    '\t SUPPLEMENTAL LOG DATA (ALL) COLUMNS\n   ) SEGMENT CREATION IMMEDIATE\n  PCTFREE 10 NOCOMPRESS LOGGING\n'
+    '  STORAGE(INITIAL 65536 NEXT 1048576)\n  TABLESPACE "USERS" '
+)
+
+
+@pytest.mark.parametrize("text", [
+    METADATA_EMP2,
+    'ALTER TABLE "HR"."EMP" MODIFY ("NAME" VARCHAR2(100 BYTE) NOT NULL ENABLE)',
+    "ALTER TABLE hr.emp MODIFY (code NUMBER(9), name VARCHAR2(30))",
+    "ALTER TABLE hr.emp DROP (code, name)",
+    "ALTER TABLE hr.emp ADD (note LONG, twice NUMBER GENERATED ALWAYS AS (id*2) VIRTUAL)",
+    "ALTER TABLE hr.emp MOVE TABLESPACE users",
+    "ALTER TABLE hr.emp ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS",
+], ids=["metadata-create", "metadata-modify", "modify-two", "drop-two", "add-long-virtual", "move", "supplemental"])
+def test_a_map_renames_the_table_where_it_is_written_and_leaves_the_rest_as_captured(text):
+    """The MAP target's statement is the captured text with the table's name replaced
+    where it stands: clauses the parser reads but would not write back the same way
+    (NOT NULL ENABLE, LONG, VIRTUAL, MODIFY and DROP lists, physical clauses) stay as
+    they were, and the statement does on the target what it did on the source."""
+    history = emp_created()
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
+    assert reading.decision != "ERROR", reading.reason
+    done = process_ddl(reading, text, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDLERROR DEFAULT DISCARD"))
+    assert done.outcome == "APPLIED", done.discard
+    (target,) = done.target_ddl
+    table = "EMP2" if "EMP2" in text else "EMP"
+    written = '"HR"."EMP2"' if table == "EMP2" else ('"HR"."EMP"' if '"HR"' in text else "hr.emp")
+    assert target == text.replace(written, f"HR_COPY.{table}", 1)
+
+
 def test_a_unique_index_follows_its_table_s_map_under_its_own_name():
     """CREATE UNIQUE INDEX is applied to the MAP target of its table (MAPDERIVED names the
     index after the target's schema, which changes no key); DROP INDEX names the index
@@ -110,7 +154,7 @@ def test_a_unique_index_follows_its_table_s_map_under_its_own_name():
     assert (reading.statement, reading.decision) == ("CREATE UNIQUE INDEX", "ALTER")
     done = process_ddl(reading, text, None, "HR", parse_params("MAP hr.*, TARGET hr_copy.*;\nDDL INCLUDE MAPPED"))
     assert done.outcome == "APPLIED" and done.target_ddl == (
-        "CREATE UNIQUE INDEX HR_COPY.EMP_CODE_UK ON HR_COPY.EMP(code, name)",)
+        "CREATE UNIQUE INDEX HR_COPY.EMP_CODE_UK ON HR_COPY.EMP (code, name)",)
     history[("HR", "EMP")] = [*history[("HR", "EMP")], *(r for _, r in reading.revisions)]
     drop = "DROP INDEX hr.emp_code_uk"
     dropped = read_ddl(history, drop, 120, "HR", (AdaptDdl(),))

@@ -12,9 +12,10 @@ import silver.adaptddl
 import silver.ddl
 import silver.dictionary
 import silver.evolution
+import silver.types
 
 
-@pytest.mark.parametrize("module", [lakestreams.api, lakestreams.spark, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution])
+@pytest.mark.parametrize("module", [lakestreams.api, lakestreams.spark, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution, silver.types])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -159,13 +159,13 @@ EMP_MAP = "MAP hr.employees, TARGET hr_copy.employees;\n"
 
 @pytest.mark.parametrize("params, text, expected", [
     (EMP_MAP, INDEX,
-     "CREATE INDEX HR_COPY.EMP_NAME_IX ON HR_COPY.EMPLOYEES(last_name, first_name)"),
+     "CREATE INDEX HR_COPY.EMP_NAME_IX ON HR_COPY.EMPLOYEES (last_name, first_name)"),
     (EMP_MAP + "MAP hr.emp_name_ix, TARGET hr_idx.emp_name_ix2;\n", INDEX,
-     "CREATE INDEX HR_IDX.EMP_NAME_IX2 ON HR_COPY.EMPLOYEES(last_name, first_name)"),
+     "CREATE INDEX HR_IDX.EMP_NAME_IX2 ON HR_COPY.EMPLOYEES (last_name, first_name)"),
     (EMP_MAP + "DDLOPTIONS NOMAPDERIVED\n", INDEX,
-     "CREATE INDEX HR.EMP_NAME_IX ON HR_COPY.EMPLOYEES(last_name, first_name)"),
+     "CREATE INDEX HR.EMP_NAME_IX ON HR_COPY.EMPLOYEES (last_name, first_name)"),
     (EMP_MAP, "CREATE UNIQUE INDEX emp_email_uk ON employees (email)",
-     "CREATE UNIQUE INDEX HR_COPY.EMP_EMAIL_UK ON HR_COPY.EMPLOYEES(email)"),
+     "CREATE UNIQUE INDEX HR_COPY.EMP_EMAIL_UK ON HR_COPY.EMPLOYEES (email)"),
 ])
 def test_mapderived(params, text, expected):
     out = run(params, text, owner="HR")
