@@ -87,7 +87,7 @@ WATERMARKS_DDL = (
     "oldest_pending_scn BIGINT, at TIMESTAMP"
 )
 #: lakestreams' own gold tables (the others are replicas).
-GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks")
+GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks", "ddl_applied")
 #: Columns of a judged plan that the apply does not read.
 JUDGING_COLUMNS = (
     "_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_derr", "_resolutions",
@@ -147,7 +147,7 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
         ("gold_runs", GOLD_RUNS_DDL), ("instantiation", INSTANTIATION_DDL), ("tombstones", TOMBSTONES_DDL)))
     create_missing_tables(spark, st, "gold", (
         ("error_queue", ERROR_QUEUE_DDL), ("apply_progress", PROGRESS_DDL), ("apply_conflicts", CONFLICTS_DDL),
-        ("apply_watermarks", WATERMARKS_DDL)))
+        ("apply_watermarks", WATERMARKS_DDL), (DDL_APPLIED, DDL_APPLIED_DDL)))
     # The views over them, in the spirit of the DBA_APPLY_* views.
     create_instantiated_objects_view(spark, channel)
     create_error_view(spark, channel)
@@ -155,6 +155,13 @@ def create_gold_tables(spark: SparkSession, channel: Channel) -> None:
 
 
 INSTANTIATED_OBJECTS_VIEW = "apply_instantiated_objects"
+#: What the DDL step did to each gold table (renames, drops, new, widened or rewritten
+#: columns), by the source table's revision it made the gold table follow.
+DDL_APPLIED = "ddl_applied"
+DDL_APPLIED_DDL = (
+    "gold_table STRING, source_database STRING, owner STRING, table_name STRING, revision_scn BIGINT, "
+    "done STRING, applied_at TIMESTAMP"
+)
 
 
 def create_instantiated_objects_view(spark: SparkSession, channel: Channel) -> None:

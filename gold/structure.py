@@ -18,11 +18,14 @@ gets a new, empty target from its new rows.
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from functools import partial
 
-from gold.plan import TargetPlan, history_tables
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from gold.plan import DDL_APPLIED, DDL_APPLIED_DDL, TargetPlan, history_tables
 from lakestreams.config import Channel
-from lakestreams.delta_io import drop_table
+from lakestreams.delta_io import append, create_missing_tables, drop_table, local_rows
 from lakestreams.timing import step
 from silver.evolution import (
     DROPS_TARGET,
@@ -48,8 +51,11 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
     dropped_models = {t.model for t in dropped}
     if gone is not None:
         gone.update(dropped_models)
-    out: dict[str, ColumnChanges] = {name: ColumnChanges(table_dropped=True)
-                                     for name in drop_gold_tables(spark, channel, dropped)}
+    out: dict[str, ColumnChanges] = {}
+    for t in dropped:
+        for name in drop_gold_tables(spark, channel, [t]):
+            out[name] = ColumnChanges(table_dropped=True)
+            log_applied(spark, channel, name, t.sources[0], out[name], revisions[t.sources[0]][-1].scn)
     actions = channel.adapt_actions()
     with step("gold.structure"):
         for t in targets:
@@ -62,10 +68,23 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
                 table = channel.storage.table("gold", name)
                 if not spark.catalog.tableExists(table.replace("`", "")):
                     continue
-                changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop, policy)
+                log = partial(log_applied, spark, channel, name, t.sources[0] if t.sources else None)
+                changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop, policy, log)
                 if changes:
                     out[name] = changes
     return out
+
+
+def log_applied(spark: SparkSession, channel: Channel, gold_table: str, source: tuple[str, str, str] | None,
+                changes: ColumnChanges, revision_scn: int) -> None:
+    """Log what the DDL step did to ``gold_table`` to follow ``source``'s revision at
+    ``revision_scn``: once per table and revision (a re-run after a kill adds nothing)."""
+    create_missing_tables(spark, channel.storage, "gold", ((DDL_APPLIED, DDL_APPLIED_DDL),))
+    src, owner, name = source or (None, None, None)
+    row = [(gold_table, src, owner, name, revision_scn, changes.describe())]
+    df = local_rows(spark, row, DDL_APPLIED_DDL.replace(", applied_at TIMESTAMP", "")).withColumn(
+        "applied_at", F.current_timestamp())
+    append(df, channel.storage.table("gold", DDL_APPLIED), f"gold.ddl_applied.{gold_table}", revision_scn)
 
 
 def dropped_targets(revisions: dict[tuple[str, str, str], list[Revision]], targets: list[TargetPlan]) -> list[TargetPlan]:

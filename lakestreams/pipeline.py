@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from bronze.ingest import IngestCounts, run_bronze
 from gold.dbt import apply_targets
 from gold.plan import (
+    DDL_APPLIED,
     GOLD_META_TABLES,
     Plan,
     TargetPlan,
@@ -81,18 +82,7 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
     """What the DDL step changed, a line per gold table (``lakestreams evolve``)."""
     if not changes:
         return "gold tables hold their targets' columns: no DDL to apply"
-    lines = []
-    for table, c in sorted(changes.items()):
-        if c.table_dropped:
-            lines.append(f"gold {table}: dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)")
-            continue
-        what = [f"renamed {old} to {new}" for old, new in c.renames]
-        what += [f"added {col.name} {col.type.spark}" for col in c.added]
-        what += [f"widened {col} to {t}" for col, t in c.widened]
-        what += [f"rewrote {col} as {t}" for col, t in c.rewritten]
-        what += [f"dropped {col}" for col in c.dropped]
-        lines.append(f"gold {table}: " + "; ".join(what))
-    return "\n".join(lines)
+    return "\n".join(f"gold {table}: {c.describe()}" for table, c in sorted(changes.items()))
 
 
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
@@ -333,8 +323,9 @@ def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str]
                    limit: int = ERRORS_LISTED) -> str:
     """The DDL log, newest commit SCN last (the last ``limit`` records; ``table``: only the
     records about that source table, or that truncated it): what each record was, its
-    GoldenGate scope and outcome, the target's decision and why, the revision it made and
-    the target statements. Metadata: one line per DDL record."""
+    GoldenGate scope and outcome, the target's decision and why, the revision it made, the
+    target statements and what the DDL step did to gold tables for that revision.
+    Metadata: one line per DDL record."""
     name = channel.storage.table("silver", "ddl_log").replace("`", "")
     log = spark.table(name) if spark.catalog.tableExists(name) else None
     if log is not None and table is not None:
@@ -352,6 +343,14 @@ def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str]
     total = log.count() if log is not None else 0
     if not total:
         return "the DDL log is empty" + (f" for {table[0]}.{table[1]}" if table else "")
+    # What the DDL step did to gold tables to follow the revision a record made.
+    applied = channel.storage.table("gold", DDL_APPLIED).replace("`", "")
+    if spark.catalog.tableExists(applied):
+        done = spark.table(applied).groupBy("source_database", "revision_scn").agg(F.sort_array(F.collect_list(
+            F.concat(F.lit("gold "), F.col("gold_table"), F.lit(": "), F.col("done")))).alias("_done"))
+        log = log.join(done, ["source_database", "revision_scn"], "left")
+    else:
+        log = log.withColumn("_done", F.lit(None).cast("array<string>"))
     order = ("commit_scn", "source_database", "transaction_id", "position")
     rows = log.orderBy(*[F.col(c).desc() for c in order]).limit(limit).collect()  # DDL records: metadata
     lines = [f"{total} DDL record(s)" + (f" for {table[0]}.{table[1]}" if table else "")
@@ -364,6 +363,7 @@ def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str]
         lines.append(f"    {r['ddl_text']}")
         lines.append(f"    {r['reason']}")
         lines.extend(f"    target: {t}" for t in (r["target_ddl"] or []))
+        lines.extend(f"    done: {d}" for d in (r["_done"] or []))
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ table. All pure but ``follow_structure``, which runs the few DDL statements.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 
@@ -407,6 +407,18 @@ class ColumnChanges:
         return bool(self.renames or self.added or self.widened or self.rewritten or self.dropped or self.table_dropped
                     or self.dropped_first)
 
+    def describe(self) -> str:
+        """What was done, as ``lakestreams evolve`` and the gold DDL log say it."""
+        if self.table_dropped:
+            return "dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)"
+        what = [f"dropped {col}" for col in self.dropped_first]
+        what += [f"renamed {old} to {new}" for old, new in self.renames]
+        what += [f"added {col.name} {col.type.spark}" for col in self.added]
+        what += [f"widened {col} to {t}" for col, t in self.widened]
+        what += [f"rewrote {col} as {t}" for col, t in self.rewritten]
+        what += [f"dropped {col}" for col in self.dropped]
+        return "; ".join(what)
+
 
 def column_changes(
     current: dict[str, str], wanted: TableDef, renames: list[tuple[str, str]], drop: bool = False
@@ -553,6 +565,7 @@ def renamed_names(names: Column, renames: list[tuple[str, str]]) -> Column:
 def follow_structure(
     spark: SparkSession, table: str, wanted: TableDef, revisions: list[Revision], app_id: str,
     struct_fields: tuple[str, ...] = (), drop: bool = False, on_alter_fail: str = "CREATE_AS_SELECT",
+    done: Callable[[ColumnChanges, int], None] | None = None,
 ) -> ColumnChanges:
     """Make the Delta table ``table`` (a Storage.table name) hold ``wanted``'s columns:
     renames (column mapping), new columns, widened types in place, then one rewrite for
@@ -569,7 +582,11 @@ def follow_structure(
     ``on_alter_fail``: AdaptDDL OnPreserveAlterTableFail, what a change ALTER TABLE cannot
     make in place does: CREATE_AS_SELECT rewrites the table as selected from itself;
     FAIL_INTEG_JOB raises before anything changes, naming the table and what it needs
-    (unless a REFRESH decision since rebuilds the table anyway)."""
+    (unless a REFRESH decision since rebuilds the table anyway).
+
+    ``done``: called with what changed and the revision SCN the table then follows, after
+    the changes and before the table records that revision (a re-run after a kill there
+    calls it again with what was left to do, if anything)."""
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
@@ -628,5 +645,7 @@ def follow_structure(
         # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
         overwrite(current.select(*rewrite_casts(current.schema, changes, struct_fields)), table,
                   f"{app_id}.rewrite", last)
+    if done is not None and changes:
+        done(changes, last)
     mark_structure(spark, table, last)
     return changes

@@ -206,8 +206,13 @@ def _at(records: list[dict], when: str) -> list[dict]:
 
 
 def test_order_is_scn_within_a_source_and_commit_time_across_sources(spark, tmp_path):
-    ch = make_channel(tmp_path, landing={"a": "commit_records", "b": "commit_records"})
+    """One table from two source databases: SCN order within each, commit time across them;
+    each source with its own instantiation SCN (DBS2's 9050 would discard all of DBS1's
+    changes, DBS1's 150 would apply DBS2's change at 9020) and its own progress."""
     dbs2 = "DBS2.EXAMPLE.COM"
+    ch = make_channel(tmp_path, landing={"a": "commit_records", "b": "commit_records"}, instantiation=[
+        {"table": "hr.regions", "source_database": "DBS1.EXAMPLE.COM", "scn": 150},
+        {"table": "hr.regions", "source_database": dbs2, "scn": 9050}])
     write_lines(ch, "a", "a.jsonl", [
         *_at(Txn("t1", 100).ddl(REGIONS_DDL).commit(), "2024-01-01T10:00:00Z"),
         *_at(Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "a", "NOTE": "n"}).commit(), "2024-01-01T10:00:01Z"),
@@ -218,12 +223,24 @@ def test_order_is_scn_within_a_source_and_commit_time_across_sources(spark, tmp_
     ])
     write_lines(ch, "b", "b.jsonl", [
         *_at(Txn("u1", 9000, source=dbs2).ddl(REGIONS_DDL).commit(), "2024-01-01T09:00:00Z"),
+        # At or below DBS2's instantiation SCN: gold held it already when it was instantiated.
+        # Applied, it would come after t4 and leave its name.
+        *_at(Txn("u0", 9020, source=dbs2).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "dbs2 old"}).commit(),
+             "2024-01-01T10:00:10Z"),
         # A far higher SCN from another source, committed before t5: t5 comes after it.
         *_at(Txn("u2", 9100, source=dbs2).row("UPDATE", old={"REGION_ID": 1}, new={"NOTE": "dbs2"}).commit(), "2024-01-01T10:00:20Z"),
     ])
     run_pipeline(spark, ch)
     assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "scn400", "dbs1 late")], SCHEMA))
-    assert run_audit(spark, ch).ok
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+    assert (audit.buckets["below_instantiation"], audit.buckets["applied"]) == (1, 5)
+    progress = spark.table(ch.storage.table("gold", "apply_progress").replace("`", ""))
+    assert {(r["source_database"], r["applied_scn"]) for r in progress.collect()} == {
+        ("DBS1.EXAMPLE.COM", 500), (dbs2, 9100)}
+    view = spark.table(ch.storage.table("gold", "apply_instantiated_objects").replace("`", ""))
+    assert {(r["source_database"], r["instantiation_scn"]) for r in view.collect()} == {
+        ("DBS1.EXAMPLE.COM", 150), (dbs2, 9050)}
 
 
 @pytest.mark.extended  # covered in the core: test_bad_records lands a record after its COMMIT

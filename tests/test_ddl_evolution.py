@@ -15,7 +15,7 @@ from records import Txn
 from gold.snapshot import pending_refreshes
 from lakestreams.audit import run_audit
 from lakestreams.config import Channel
-from lakestreams.pipeline import evolve_gold, format_evolution, run_pipeline
+from lakestreams.pipeline import evolve_gold, format_ddl_log, format_evolution, run_pipeline
 from silver.changes import change_table_name
 from silver.evolution import structure_scn
 
@@ -104,6 +104,34 @@ class Scenario:
 
 ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED, REMADE = (
     Scenario(n) for n in ("ADDED", "RENAMED", "WIDENED", "RETYPED", "DROPPED", "TRUNCATED", "REMADE"))
+#: Created, loaded and dropped within one landing (HVR's "CREATE TABLE followed quickly by
+#: DROP TABLE"): both statements are processed one by one, as HVR does once it has seen the
+#: CREATE; HR's OnDropTable keeps the target, with what was applied before the DROP.
+FLEETING = Scenario("FLEETING")
+#: HVR's rows for statements the target does not follow (physical, secondary index, foreign
+#: key, tablespace, sequence, trigger, procedure, user, synonym), rows on both sides.
+QUIET = Scenario("QUIET")
+QUIET_DDL = [
+    ("ALTER TABLE hr.quiet MOVE TABLESPACE users2 ONLINE", "ALTER TABLE", "QUIET"),
+    ("ALTER TABLE hr.quiet SPLIT PARTITION p1 AT (100) INTO (PARTITION p1a, PARTITION p1b)", "ALTER TABLE", "QUIET"),
+    ("ALTER TABLE hr.quiet MERGE PARTITIONS p1a, p1b INTO PARTITION p1", "ALTER TABLE", "QUIET"),
+    ("ALTER INDEX hr.quiet_pk REBUILD ONLINE", "ALTER INDEX", "QUIET_PK"),
+    ("CREATE INDEX hr.quiet_ix ON hr.quiet (name)", "CREATE INDEX", "QUIET_IX"),
+    ("ALTER TABLE hr.quiet ADD CONSTRAINT quiet_fk FOREIGN KEY (code) REFERENCES hr.emp (id)", "ALTER TABLE", "QUIET"),
+    ("ALTER TABLESPACE users2 ADD DATAFILE 'users2_02.dbf' SIZE 10M", "ALTER TABLESPACE", "USERS2"),
+    ("CREATE SEQUENCE hr.quiet_seq START WITH 1 INCREMENT BY 1", "CREATE SEQUENCE", "QUIET_SEQ"),
+    ("DROP SEQUENCE hr.quiet_seq", "DROP SEQUENCE", "QUIET_SEQ"),
+    ("CREATE OR REPLACE TRIGGER hr.quiet_trg BEFORE INSERT ON hr.quiet FOR EACH ROW BEGIN NULL; END;",
+     "CREATE TRIGGER", "QUIET_TRG"),
+    ("CREATE OR REPLACE PROCEDURE hr.quiet_proc AS BEGIN NULL; END;", "CREATE PROCEDURE", "QUIET_PROC"),
+    ("CREATE USER quiet_user IDENTIFIED BY secret", "CREATE USER", "QUIET_USER"),
+    ("CREATE SYNONYM hr.quiet_syn FOR hr.quiet", "CREATE SYNONYM", "QUIET_SYN"),
+]
+#: The primary key moves to another column: rows are found by the new key from its SCN.
+KEYED = Scenario("KEYED")
+#: A column made smaller (ALTER, then a refresh), and one encrypted (a refresh: the values
+#: captured are the clear ones), rows on both sides.
+SHRUNK, ENCRYPTED = Scenario("SHRUNK"), Scenario("ENCRYPTED")
 #: SALES tables leave with their targets (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET); HR's
 #: stay in the target, and a table created again keeps its old rows there (KeepOldRows).
 GONE = Scenario("GONE", "SALES")
@@ -137,9 +165,25 @@ FIRST_LANDING = [
     *TRUNCATED.ddl("d4", 160, "ALTER TABLE hr.emp MODIFY (nosuch NUMBER)"),
     *RENAMED.created(), *WIDENED.created(), *RETYPED.created(42), *DROPPED.created(), *REMADE.created(),
     *GONE.created(), *RULED.created(),
+    *FLEETING.created(), *FLEETING.ddl("d2", 130, "DROP TABLE hr.emp", "DROP TABLE"),
+    *QUIET.created(), *KEYED.created(), *SHRUNK.created(), *ENCRYPTED.created(),
     *TAB_1.created(), *TMP_X.created(), *TMP_Y.created(), *TMP_Z.created(), *TAB_OUT.created(),
 ]
 SECOND_LANDING = [
+    *QUIET.upd("t2", 200, 1, {"ID": 1, "NAME": "before"}),
+    *[rec for i, (text, verb, name) in enumerate(QUIET_DDL)
+      for rec in ddl(f"QUIET.d{i + 2}", 210 + i, text, verb, name)],
+    *QUIET.upd("t3", 300, 1, {"ID": 1, "CODE": 9}),
+    *KEYED.ddl("d2", 200, "ALTER TABLE hr.emp DROP PRIMARY KEY"),
+    *KEYED.ddl("d3", 210, "ALTER TABLE hr.emp ADD CONSTRAINT keyed_pk2 PRIMARY KEY (code)"),
+    # Found by its new key (CODE 7); an ID that is no longer a key may repeat.
+    *Txn("KEYED.t2", 220).row("UPDATE", "KEYED", old={"CODE": 7}, new={"NAME": "by code"}).commit(),
+    *KEYED.ins("t3", 230, {"ID": 1, "NAME": "same id", "CODE": 8}),
+    *SHRUNK.upd("t2", 190, 1, {"ID": 1, "NAME": "anne"}),
+    *SHRUNK.ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (name VARCHAR2(5))"),
+    *SHRUNK.ins("t3", 210, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    *ENCRYPTED.ddl("d2", 200, "ALTER TABLE hr.emp MODIFY (name ENCRYPT USING 'AES256' NO SALT)"),
+    *ENCRYPTED.upd("t2", 210, 1, {"ID": 1, "NAME": "clear"}),
     *RENAMED.upd("t2", 200, 1, {"ID": 1, "NAME": "anna"}),
     *RENAMED.ddl("d2", 210, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
     *RENAMED.ins("t3", 220, {"ID": 2, "FULL_NAME": "bob", "CODE": 8}),
@@ -217,9 +261,17 @@ def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, evolved)
     assert ddl_log(spark, ch, t.name) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
 
 
-def test_the_ddl_step_before_gold_gives_each_table_its_ddl(evolved):
+def test_the_ddl_step_before_gold_gives_each_table_its_ddl(spark, evolved):
     # Silver recorded the second landing's DDL; gold takes it before the plan reads it.
     lines = evolved.evolution.splitlines()
+    # What it did is logged once per gold table and revision, and the DDL log shows it
+    # under the record whose revision it followed.
+    ch = evolved.channel
+    applied = spark.table(ch.storage.table("gold", "ddl_applied").replace("`", "")).collect()
+    assert sorted(f"gold {r['gold_table']}: {r['done']}" for r in applied) == lines
+    assert {(r["gold_table"], r["revision_scn"]) for r in applied} >= {("hr__renamed", 210), ("sales__gone", 200)}
+    shown = format_ddl_log(spark, ch, ("HR", "RENAMED"))
+    assert "RENAME COLUMN name TO full_name\n" in shown and "    done: gold hr__renamed: renamed NAME to FULL_NAME" in shown
     assert [line.split(":")[0] for line in lines] == [
         "gold hr__dropped", "gold hr__remade", "gold hr__renamed", "gold hr__retyped", "gold hr__widened",
         "gold sales__gone"], lines
@@ -280,6 +332,38 @@ def test_truncate_table_ddl_is_a_special_dml_and_ignored_objects_are_logged(spar
     assert gold(spark, ch, t.gold_table)["rows"] == {(8, 2, "bob")}
     assert ddl_log(spark, ch, t.name, "TRUNCATED_V")[1:] == [
         (130, "TRUNCATE TABLE", "TRUNCATE"), (150, "IGNORED VIEW", "IGNORE"), (160, "ALTER TABLE", "ERROR")]
+
+
+def test_statements_the_target_does_not_follow_leave_it_as_it_is(spark, evolved):
+    ch = evolved.channel
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).where(
+        "transaction_id LIKE 'QUIET.%' AND commit_scn > 100")
+    decided = {r["ddl_text"]: (r["decision"], r["revision_scn"]) for r in log.collect()}
+    assert set(decided) == {text for text, _, _ in QUIET_DDL}
+    # Ignored: no revision of the table, nothing done to the target.
+    assert set(decided.values()) == {("IGNORE", None)}, decided
+    assert gold(spark, ch, QUIET.gold_table) == {"columns": ["CODE", "ID", "NAME"], "rows": {(9, 1, "before")}}
+
+
+def test_a_new_primary_key_finds_rows_by_its_columns(spark, evolved):
+    ch = evolved.channel
+    assert [x[1:] for x in ddl_log(spark, ch, KEYED.name)[1:]] == [("ALTER TABLE", "ALTER"), ("ALTER TABLE", "ALTER")]
+    assert gold(spark, ch, KEYED.gold_table)["rows"] == {(7, 1, "by code"), (8, 1, "same id")}
+
+
+def test_a_smaller_or_encrypted_column_refreshes_the_target_from_what_it_holds(spark, evolved):
+    ch = evolved.channel
+    assert ddl_log(spark, ch, SHRUNK.name)[-1] == (200, "ALTER TABLE", "REFRESH")
+    assert gold(spark, ch, SHRUNK.gold_table)["rows"] == {(7, 1, "anne"), (8, 2, "bob")}
+    assert ddl_log(spark, ch, ENCRYPTED.name)[-1] == (200, "ALTER TABLE", "REFRESH")
+    assert gold(spark, ch, ENCRYPTED.gold_table)["rows"] == {(7, 1, "clear")}
+
+
+def test_a_table_created_and_dropped_in_one_landing_is_processed_statement_by_statement(spark, evolved):
+    ch = evolved.channel
+    assert ddl_log(spark, ch, FLEETING.name) == [(100, "CREATE TABLE", "ADD"), (130, "DROP TABLE", "DROP")]
+    # Its target was made by the CREATE, took the insert before the DROP, and stays.
+    assert gold(spark, ch, FLEETING.gold_table)["rows"] == {(7, 1, "ann")}
 
 
 def test_a_table_dropped_with_its_target_leaves_gold_and_one_created_again_keeps_its_rows(spark, evolved):
