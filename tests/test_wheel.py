@@ -177,11 +177,10 @@ def replicated(spark, installed, tmp_path_factory):
     return ch, root, variables, runs
 
 
-# The two job runs are the extended tier's (`make test-all`): seven cold processes on the HR
-# sample took 400 s (replication) and 1,247 s (maintenance, then re-execution) here. The
-# core runs the same sample through the same stages in one process (test_hr_sample), and
-# the tests above check the wheel itself.
-@pytest.mark.extended
+# The replication job runs from the wheel in the core tier: five cold processes on the HR
+# sample, about 400 s here. The maintenance job (OPTIMIZE and VACUUM of every table, then a
+# whole replication run with its re-execution: 1,315 s here) is the extended tier's
+# (`make test-all`).
 def test_the_replication_job_runs_from_the_wheel(spark, replicated):
     ch, root, _, runs = replicated
     assert list(runs) == ["bronze", "silver", "evolve", "gold", "audit", "errors_requested", "errors"]
@@ -201,7 +200,7 @@ def test_the_replication_job_runs_from_the_wheel(spark, replicated):
         assert spark.table(f"{ch.storage.schema_name('gold')}.{t}").limit(1).count() == 1, t
 
 
-@pytest.mark.extended
+@pytest.mark.extended  # covered in the core: test_bronze maintains, test_error_queue re-executes, the job's wiring in test_bundle
 def test_the_maintenance_job_runs_from_the_wheel_and_re_executes_errors_on_demand(spark, installed, replicated):
     ch, root, variables, _ = replicated
     runs = _run_job(installed, root, "maintenance.job.yml", "lakestreams_maintenance", variables,
