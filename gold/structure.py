@@ -53,9 +53,13 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
         gone.update(dropped_models)
     out: dict[str, ColumnChanges] = {}
     for t in dropped:
-        for name in drop_gold_tables(spark, channel, [t]):
-            out[name] = ColumnChanges(table_dropped=True)
-            log_applied(spark, channel, name, t.sources[0], out[name], revisions[t.sources[0]][-1].scn)
+        # Logged before the drop, under the DROP's revision (keyed by it: once).
+        drop_scn = channel_life(revisions[t.sources[0]])[-1].scn
+        for name in (t.model, *history_tables(t.model)):
+            if spark.catalog.tableExists(channel.storage.table("gold", name).replace("`", "")):
+                out[name] = ColumnChanges(table_dropped=True)
+                log_applied(spark, channel, name, t.sources[0], out[name], drop_scn)
+        drop_gold_tables(spark, channel, [t])
     actions = channel.adapt_actions()
     with step("gold.structure"):
         for t in targets:

@@ -343,12 +343,17 @@ def format_ddl_log(spark: SparkSession, channel: Channel, table: tuple[str, str]
     total = log.count() if log is not None else 0
     if not total:
         return "the DDL log is empty" + (f" for {table[0]}.{table[1]}" if table else "")
-    # What the DDL step did to gold tables to follow the revision a record made.
+    # What the DDL step did to gold tables to follow the revisions a record made: through
+    # the dictionary rows the record made (its tables), by table and revision.
     applied = channel.storage.table("gold", DDL_APPLIED).replace("`", "")
+    record = ["source_database", "transaction_id", "revision_scn", "ddl_text"]
     if spark.catalog.tableExists(applied):
-        done = spark.table(applied).groupBy("source_database", "revision_scn").agg(F.sort_array(F.collect_list(
-            F.concat(F.lit("gold "), F.col("gold_table"), F.lit(": "), F.col("done")))).alias("_done"))
-        log = log.join(done, ["source_database", "revision_scn"], "left")
+        made = spark.table(channel.storage.table("silver", "dictionary").replace("`", "")).select(
+            *record, "owner", "table_name")
+        done = made.join(spark.table(applied), ["source_database", "owner", "table_name", "revision_scn"]).groupBy(
+            *record).agg(F.sort_array(F.collect_list(
+                F.concat(F.lit("gold "), F.col("gold_table"), F.lit(": "), F.col("done")))).alias("_done"))
+        log = log.join(done, record, "left")
     else:
         log = log.withColumn("_done", F.lit(None).cast("array<string>"))
     order = ("commit_scn", "source_database", "transaction_id", "position")

@@ -525,6 +525,11 @@ def rewrite_casts(schema: StructType, changes: ColumnChanges, struct_fields: tup
     return cols
 
 
+def _not_converting(table: str, changes: ColumnChanges) -> DdlError:
+    what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
+    return DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
+
+
 def unconverted(schema: StructType, changes: ColumnChanges, struct_fields: tuple[str, ...]):
     """A condition true on a row where a rewritten value does not convert (non-NULL in,
     NULL out): dbt turns ANSI mode off, so a failed cast would be silent."""
@@ -584,9 +589,11 @@ def follow_structure(
     FAIL_INTEG_JOB raises before anything changes, naming the table and what it needs
     (unless a REFRESH decision since rebuilds the table anyway).
 
-    ``done``: called with what changed and the revision SCN the table then follows, after
-    the changes and before the table records that revision (a re-run after a kill there
-    calls it again with what was left to do, if anything)."""
+    ``done``: called with what is to change and the revision SCN the table is to follow,
+    once nothing but a kill can stop the changes (the policy allows them, every value
+    converts) and before the first of them; a re-run after a kill calls it again with what
+    is left to do (the callee keys its record by revision, so the first one holds). Top-level
+    columns only (gold tables)."""
     if len(revisions) < 2:  # one structure ever: the table was made with it (no metadata read)
         return ColumnChanges()
     last = revisions[-1].scn
@@ -620,6 +627,13 @@ def follow_structure(
         raise DdlError(f"{table}: ALTER TABLE cannot make {', '.join(what)} in place, and OnPreserveAlterTableFail="
                        "FAIL_INTEG_JOB stops the apply here; to go on, set on_preserve_alter_table_fail: "
                        "CREATE_AS_SELECT (the table is rewritten as selected from itself)")
+    if done is not None and changes:
+        if changes.rewritten and not struct_fields:
+            # What the rewrite below will meet, seen before anything changes.
+            ahead = _renamed_and_dropped(spark.table(table.replace("`", "")), changes)
+            if ahead.where(unconverted(ahead.schema, changes, ())).limit(1).count():  # 0 or 1
+                raise _not_converting(table, changes)
+        done(changes, last)
     if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
             t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
         allow_timestamp_ntz(spark, table)
@@ -640,12 +654,9 @@ def follow_structure(
             current = _renamed_and_dropped(current, changes)
         bad = current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count()  # 0 or 1
         if bad:
-            what = ", ".join(f"{n} to {t}" for n, t in changes.rewritten)
-            raise DdlError(f"{table}: some values do not convert ({what}); the table needs a refresh from a snapshot")
+            raise _not_converting(table, changes)
         # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
         overwrite(current.select(*rewrite_casts(current.schema, changes, struct_fields)), table,
                   f"{app_id}.rewrite", last)
-    if done is not None and changes:
-        done(changes, last)
     mark_structure(spark, table, last)
     return changes

@@ -271,7 +271,11 @@ def test_the_ddl_step_before_gold_gives_each_table_its_ddl(spark, evolved):
     assert sorted(f"gold {r['gold_table']}: {r['done']}" for r in applied) == lines
     assert {(r["gold_table"], r["revision_scn"]) for r in applied} >= {("hr__renamed", 210), ("sales__gone", 200)}
     shown = format_ddl_log(spark, ch, ("HR", "RENAMED"))
-    assert "RENAME COLUMN name TO full_name\n" in shown and "    done: gold hr__renamed: renamed NAME to FULL_NAME" in shown
+    # Under the record that made the revision, and only there (REMADE's and KEYED's records
+    # made revisions at the same SCN, of their own tables).
+    done = [line for line in shown.splitlines() if line.startswith("    done: ")]
+    assert done == ["    done: gold hr__renamed: renamed NAME to FULL_NAME"], shown
+    assert shown.index("RENAME COLUMN name TO full_name\n") < shown.index(done[0])
     assert [line.split(":")[0] for line in lines] == [
         "gold hr__dropped", "gold hr__remade", "gold hr__renamed", "gold hr__retyped", "gold hr__widened",
         "gold sales__gone"], lines

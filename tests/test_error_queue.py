@@ -160,6 +160,14 @@ def test_error_queue_re_execution_and_delete(spark, tmp_path, monkeypatch, capsy
     assert audit.ok, audit.problems
     assert audit.buckets["error"] == 2 and audit.buckets["applied"] == 5
 
+    # Apply progress over the plans so far (the first run, and the re-executions that
+    # applied): the notebook's plot has a point per plan on the table's line.
+    run = run_notebook(REPO / "notebooks" / "apply_progress.py", spark, {"channel": str(path)}, tmp_path / "nb")
+    scn_panel, _lag_panel = run.figures[0].axes
+    points = {line.get_label(): len(line.get_xdata()) for line in scn_panel.get_lines()}
+    assert points[f"hr__regions ({SRC})"] >= 2, points
+    assert len(run.images) == 1 and run.images[0].read_bytes()[:4] == b"\x89PNG"
+
     # The operator's CLI: the DDL log, and the audit, which exits 3 once a record is
     # missing from every bucket.
     assert main(["ddl", "hr.regions", "--channel", str(path)]) == 0
