@@ -627,12 +627,16 @@ def follow_structure(
         raise DdlError(f"{table}: ALTER TABLE cannot make {', '.join(what)} in place, and OnPreserveAlterTableFail="
                        "FAIL_INTEG_JOB stops the apply here; to go on, set on_preserve_alter_table_fail: "
                        "CREATE_AS_SELECT (the table is rewritten as selected from itself)")
+    # The values a rewrite meets are checked once: before anything changes when ``done``
+    # is told first (renames made on the frame, as the ALTERs below make them), else
+    # right before the rewrite.
+    checked = False
     if done is not None and changes:
         if changes.rewritten and not struct_fields:
-            # What the rewrite below will meet, seen before anything changes.
             ahead = _renamed_and_dropped(spark.table(table.replace("`", "")), changes)
             if ahead.where(unconverted(ahead.schema, changes, ())).limit(1).count():  # 0 or 1
                 raise _not_converting(table, changes)
+            checked = True
         done(changes, last)
     if any(c.type.spark == "TIMESTAMP_NTZ" for ch in per_struct.values() for c in ch.added) or any(
             t == "TIMESTAMP_NTZ" for ch in per_struct.values() for _, t in ch.widened + ch.rewritten):
@@ -652,8 +656,7 @@ def follow_structure(
         current = spark.table(table.replace("`", ""))
         if basic:
             current = _renamed_and_dropped(current, changes)
-        bad = current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count()  # 0 or 1
-        if bad:
+        if not checked and current.where(unconverted(current.schema, changes, struct_fields)).limit(1).count():
             raise _not_converting(table, changes)
         # Keyed by the revision: a re-run after the rewrite committed does not rewrite again.
         overwrite(current.select(*rewrite_casts(current.schema, changes, struct_fields)), table,

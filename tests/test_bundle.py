@@ -398,14 +398,22 @@ def test_every_replication_task_is_the_lakestreams_wheel() -> None:
         assert task["min_retry_interval_millis"] > 0
 
 
-def test_the_replication_job_re_executes_the_error_queue_only_on_demand_after_the_apply() -> None:
-    job = _replication()
+def _errors_on_demand_after(job: dict[str, Any], after: str) -> dict[str, dict[str, Any]]:
+    """The job's tasks, checked for the on-demand wiring both jobs share: a job parameter
+    execute_errors, false unless a run asks for it; a condition task on it after ``after``;
+    the ``errors`` task only on a true outcome."""
     tasks = {task["task_key"]: task for task in job["tasks"]}
     assert {p["name"]: p["default"] for p in job["parameters"]} == {"execute_errors": "false"}
     condition = tasks["errors_requested"]["condition_task"]
     assert condition == {"op": "EQUAL_TO", "left": "{{job.parameters.execute_errors}}", "right": "true"}
-    assert _depends_on(tasks["errors_requested"]) == ["audit"]
+    assert _depends_on(tasks["errors_requested"]) == [after]
     assert tasks["errors"]["depends_on"] == [{"task_key": "errors_requested", "outcome": "true"}]
+    return tasks
+
+
+def test_the_replication_job_re_executes_the_error_queue_only_on_demand_after_the_apply() -> None:
+    job = _replication()
+    tasks = _errors_on_demand_after(job, "audit")
     assert tasks["errors"]["python_wheel_task"]["parameters"][:3] == ["errors", "execute", "--all"]
     build_parser().parse_args(tasks["errors"]["python_wheel_task"]["parameters"])
     # A run asked for while one is active waits for it rather than being skipped.
@@ -501,14 +509,7 @@ def test_maintenance_compacts_bronze_and_silver() -> None:
 
 
 def test_maintenance_re_executes_the_error_queue_only_on_demand_through_the_replication_job() -> None:
-    job = _maintenance()
-    tasks = {task["task_key"]: task for task in job["tasks"]}
-    # A job parameter, false unless a run asks for it.
-    assert {p["name"]: p["default"] for p in job["parameters"]} == {"execute_errors": "false"}
-    condition = tasks["errors_requested"]["condition_task"]
-    assert condition == {"op": "EQUAL_TO", "left": "{{job.parameters.execute_errors}}", "right": "true"}
-    assert _depends_on(tasks["errors_requested"]) == ["maintain"]
-    assert tasks["errors"]["depends_on"] == [{"task_key": "errors_requested", "outcome": "true"}]
+    tasks = _errors_on_demand_after(_maintenance(), "maintain")
     # The jobs run on different clusters, where the state folder's file lock does not
     # reach: the re-execution is a (queued) run of the replication job, never one of its own.
     run = tasks["errors"]["run_job_task"]
