@@ -223,3 +223,67 @@ def test_sql_handler_consumes_raises_and_sets(spark):
     with pytest.raises(ConfigError, match="sets column NOPE, which HR.REGIONS does not have"):
         apply_dml_handlers(typed, [dml_handler_spec({"table": "hr.regions", "operation": "UPDATE",
                                                      "sql": {"set": {"nope": "1"}}}, "t")], tdef)
+
+
+def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_handler_output(spark, tmp_path):
+    """The reference's handler precedence, by case:
+
+    - DML handler and update conflict handler: the change the DML handler returns is
+      applied with conflict resolution on; a conflict the update conflict handler
+      resolves applies, one it does not fails the transaction (ORA-26786);
+    - error handler and update conflict handler: the update conflict handler is asked
+      first, and where it resolves the conflict the error handler is never invoked; where
+      it does not (another column, or one of its columns alongside another), the error
+      handler gets the change, and here consumes it."""
+    ch = make_channel(
+        tmp_path,
+        dml_handlers=[{"table": "hr.regions", "operation": "UPDATE", "handler": "upper_names"}],
+        update_conflict_handlers=[{"table": "hr.regions", "method": "OVERWRITE", "columns": ["region_name"]}],
+    )
+    st = ch.storage
+    gold = f"{st.schema_name('gold')}.hr__regions"
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new=_region(1, "a")).row("INSERT", new=_region(2, "b")).commit(),
+        # REGION_NAME differs: resolved by OVERWRITE, with the value the DML handler returned
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "wrong"}, new={"REGION_NAME": "x"}).commit(),
+        # NOTE differs and no handler covers it: the transaction fails
+        *Txn("t4", 400).row("UPDATE", old={"REGION_ID": 2, "NOTE": "wrong"}, new={"REGION_NAME": "y"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+
+    def state():
+        rows = sorted((r["REGION_ID"], r["REGION_NAME"]) for r in spark.table(gold).collect())
+        queue = {r["transaction_id"]: r["error"] for r in spark.table(st.table("gold", "error_queue").replace("`", "")).collect()}
+        resolved = sorted((r["transaction_id"], r["method"], r["columns"], r["resolution"])
+                          for r in spark.table(st.table("gold", "apply_conflicts").replace("`", "")).collect())
+        return rows, queue, resolved
+
+    rows, queue, resolved = state()
+    assert rows == [(1, "X"), (2, "b")]
+    assert set(queue) == {"t4"} and "ORA-26786" in queue["t4"] and "NOTE" in queue["t4"], queue
+    assert resolved == [("t3", "OVERWRITE", "REGION_NAME", "applied")]
+
+    # The UPDATE's DML handler goes; an error handler that consumes whatever it is given comes.
+    s = Streams(ch)
+    s.set_dml_handler("hr.regions", "UPDATE", None)
+    s.set_dml_handler("hr.regions", "UPDATE", None, error_handler=True,
+                      sql={"consume_when": ":dml.get_command_type() = 'UPDATE'"})
+    write_lines(ch, "src", "f2.jsonl", [
+        # resolved by OVERWRITE: the error handler is not asked (it would consume the change)
+        *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "stale"}, new={"REGION_NAME": "z"}).commit(),
+        # NOTE differs: unresolved, so the error handler gets it and consumes it
+        *Txn("t6", 600).row("UPDATE", old={"REGION_ID": 2, "NOTE": "wrong"}, new={"REGION_NAME": "w"}).commit(),
+        # both lists differ: OVERWRITE resolves REGION_NAME, NOTE stays unresolved, so the error handler gets it
+        *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "stale", "NOTE": "wrong"},
+                            new={"REGION_NAME": "v"}).commit(),
+    ])
+    run_pipeline(spark, s.channel)
+    rows, queue, resolved = state()
+    assert rows == [(1, "z"), (2, "b")]
+    assert set(queue) == {"t4"}, queue
+    assert ("t5", "OVERWRITE", "REGION_NAME", "applied") in resolved
+    assert not any(t in {"t6", "t7"} for t, *_ in resolved), resolved
+    audit = run_audit(spark, s.channel)
+    assert audit.ok, audit.problems
+    assert audit.buckets["handled"] == 2 and audit.buckets["error"] == 1
