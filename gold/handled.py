@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lakestreams.config import DmlHandlerSpec
+from silver.changes import fill_defaults, table_defaults
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY, run_handler
 
@@ -62,6 +63,8 @@ def handle_failures(
         if given.limit(1).count() == 0:
             continue
         returned, consumed = run_handler(s, table, given.select(*cols))
+        # An INSERT a handler makes takes the target's defaults for what it does not carry, as in silver.
+        returned = fill_defaults(returned, table_defaults(table))
         where = given.select(*IDENTITY, "_seq", "_root", "_missing")
         outputs.append(returned.withColumn("_handler", F.lit(s.handler or "SQL")).withColumn("_consumed", F.lit(False))
                        .join(where, IDENTITY))

@@ -16,15 +16,13 @@ from lakestreams.config import Storage
 from lakestreams.faults import kill_point
 
 
-def append(df: DataFrame, table: str, app_id: str, version: int) -> None:
-    """Append once: Delta skips the write if (app_id, version) already committed to ``table``."""
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id)
-        .option("txnVersion", version)
-        .saveAsTable(table.replace("`", ""))
-    )
+def append(df: DataFrame, table: str, app_id: str, version: int, merge_schema: bool = False) -> None:
+    """Append once: Delta skips the write if (app_id, version) already committed to ``table``.
+    ``merge_schema``: fields ``df`` has and the table lacks are added (Delta schema merging)."""
+    writer = df.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", version)
+    if merge_schema:
+        writer = writer.option("mergeSchema", "true")
+    writer.saveAsTable(table.replace("`", ""))
     kill_point("delta.write")
 
 

@@ -167,11 +167,14 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
     an extra target column (one KeepExistingStructure kept, which the source no longer has,
     or one the record leaves out); the column then counts as carried. Run on the changes
     as DML handlers leave them: a handler sees the record as captured, and an INSERT it
-    makes takes the defaults too."""
+    makes takes the defaults too. A constant DEFAULT that does not convert to the column's
+    type (``NUMBER(3) DEFAULT 'x'``, a value too long or too large) fails the INSERT that
+    would take it, as Oracle's insert would (ORA-01722 and the like), rather than leaving
+    the column silently NULL: every default here is non-NULL, so a NULL is a failure."""
     if not defaults:
         return changes
     inserting = F.col("_command_type") == "INSERT"
-    values, filled = [], []
+    values, filled, bad = [], [], []
     for f in changes.schema["_new"].dataType.fields:
         c, current = f.name, F.col(f"_new.`{f.name}`")
         chain, applies = None, None
@@ -183,14 +186,19 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
             values.append(current.alias(c))
             continue
         fill = inserting & ~F.array_contains("_new_present", c) & applies
-        values.append(F.when(fill, chain.cast(f.dataType)).otherwise(current).alias(c))
+        value = chain.cast(f.dataType)
+        values.append(F.when(fill, value).otherwise(current).alias(c))
         filled.append(F.when(fill, F.lit(c)))
+        bad.append(F.when(fill & value.isNull(), F.lit(
+            f"the INSERT does not carry {c}, and the DEFAULT of {c} does not convert to {f.dataType.simpleString()}")))
     if not filled:
         return changes
     present = F.array_sort(F.array_union("_new_present", F.array_compact(F.array(*filled))))
+    failed = F.array_compact(F.array(*bad))
     return changes.withColumns({
         "_new": F.struct(*values),
         "_new_present": F.when(inserting, present).otherwise(F.col("_new_present")),
+        "_error": F.coalesce(F.col("_error"), F.when(F.size(failed) > 0, F.array_join(failed, "; "))),
     })
 
 

@@ -292,7 +292,7 @@ def table_def_to_row(t: TableDef) -> dict:
 
 def table_def_from_row(row) -> TableDef:
     """Inverse of :func:`table_def_to_row` for a dictionary or target-registry Row (the
-    registry stores no defaults or constraints)."""
+    registry stores no constraints; a registry row written before it kept defaults has none)."""
     fields = row.asDict(recursive=True) if hasattr(row, "asDict") else dict(row)
     cols = tuple(
         ColumnDef(

@@ -72,7 +72,7 @@ OUTCOMES_DDL = (
 TARGETS_DDL = (
     "source_database STRING, source_owner STRING, source_table STRING, owner STRING, table_name STRING, "
     "change_table STRING, columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, "
-    "nullable: BOOLEAN, max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN>>, "
+    "nullable: BOOLEAN, max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING>>, "
     "key_columns ARRAY<STRING>, key_kind STRING, silver_batch BIGINT"
 )
 RULE_OUTCOMES_DDL = (
@@ -805,7 +805,10 @@ def derive(
         if (src, sowner, sname) in truncated - reached:
             _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, structures, result)
     if result.targets:
-        append(local_rows(spark, result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch)
+        # The column defaults (what an INSERT an error handler makes in the plan takes) came
+        # later: a registry written before takes the field by schema merging.
+        append(local_rows(spark, result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch,
+               merge_schema=True)
     for groups, message in group_errors:
         errors.append(
             accepted.where(_any_group(groups) & ~misfit).select(

@@ -121,20 +121,30 @@ def test_column_defaults_an_insert_takes(spark):
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
     """``fill_defaults``: only an INSERT, only for a column it does not carry, with the
-    default of the revision its SCN reads; the filled column counts as carried."""
+    default of the revision its SCN reads; the filled column counts as carried. A default
+    that does not convert to the column's type fails the INSERT that takes it."""
     from pyspark.sql import functions as F
 
-    from silver.changes import fill_defaults
+    from silver.changes import default_value, fill_defaults
 
     rows = spark.createDataFrame(
-        [(10, "INSERT", None, ["ID"]), (30, "INSERT", None, ["ID"]), (31, "INSERT", "kept", ["ID", "NOTE"]),
-         (32, "UPDATE", None, ["ID"]), (33, "DELETE", None, [])],
-        "_scn BIGINT, _command_type STRING, note STRING, _new_present ARRAY<STRING>",
+        [(10, "INSERT", None, ["ID"]), (30, "INSERT", None, ["ID"]), (31, "INSERT", 7, ["ID", "NOTE"]),
+         (32, "UPDATE", None, ["ID"]), (33, "DELETE", None, []), (40, "INSERT", None, ["ID"]),
+         (41, "INSERT", 7, ["ID", "NOTE"])],
+        "_scn BIGINT, _command_type STRING, note INT, _new_present ARRAY<STRING>",
     ).select("_scn", F.col("_scn").alias("_commit_scn"), "_command_type",
-             F.struct(F.col("_scn").cast("int").alias("ID"), F.col("note").alias("NOTE")).alias("_new"), "_new_present")
-    # Revision 1 (SCN < 20): NOTE defaults to 'a'; revision 2 (from 20): to 'b'.
-    defaults = [(F.col("_scn") < 20, {"NOTE": F.lit("a")}), (F.col("_scn") >= 20, {"NOTE": F.lit("b")})]
-    got = {r["_scn"]: (r["_new"]["NOTE"], r["_new_present"])
+             F.struct(F.col("_scn").cast("int").alias("ID"), F.col("note").alias("NOTE")).alias("_new"),
+             "_new_present", F.lit(None).cast("string").alias("_error"))
+    # Revision 1 (SCN < 20): NOTE defaults to 1; revision 2 (20-39): to 2; revision 3
+    # (from 40): NUMBER(3) DEFAULT 'x', which no INSERT can take.
+    bad = default_value(parse_create_table("CREATE TABLE s.t (id NUMBER PRIMARY KEY, note NUMBER(3) DEFAULT 'x')")
+                        .column("NOTE"))
+    defaults = [(F.col("_scn") < 20, {"NOTE": F.lit(1)}), (F.col("_scn").between(20, 39), {"NOTE": F.lit(2)}),
+                (F.col("_scn") >= 40, {"NOTE": bad})]
+    got = {r["_scn"]: (r["_new"]["NOTE"], r["_new_present"], r["_error"])
            for r in fill_defaults(rows, defaults).collect()}
-    assert got == {10: ("a", ["ID", "NOTE"]), 30: ("b", ["ID", "NOTE"]), 31: ("kept", ["ID", "NOTE"]),
-                   32: (None, ["ID"]), 33: (None, [])}
+    assert got == {10: (1, ["ID", "NOTE"], None), 30: (2, ["ID", "NOTE"], None), 31: (7, ["ID", "NOTE"], None),
+                   32: (None, ["ID"], None), 33: (None, [], None),
+                   40: (None, ["ID", "NOTE"],
+                        "the INSERT does not carry NOTE, and the DEFAULT of NOTE does not convert to int"),
+                   41: (7, ["ID", "NOTE"], None)}

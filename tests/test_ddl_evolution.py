@@ -637,3 +637,46 @@ def test_on_preserve_alter_table_fail_rewrites_or_stops_before_anything_changes(
     changes = follow_structure(spark, table, retyped, refreshed, "gold.hr__emp", (), True, "FAIL_INTEG_JOB")
     assert (changes.renames, changes.rewritten) == ((("NAME", "FULL_NAME"),), (("CODE", "STRING"),))
     assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {("7", "ann", 1)}}
+
+
+def test_a_rewrite_that_meets_values_that_do_not_convert_stops_before_anything_changes(spark, tmp_path):
+    """NAME VARCHAR2 → NUMBER(5) is no change Delta makes in place: the table is rewritten
+    with the values cast. A value that does not convert ('cy') stops it with the reason
+    (dbt turns ANSI mode off, so a cast would give NULL silently). In gold the values are
+    checked before the DDL log is told or anything is altered: the table keeps its
+    structure, its rows and its old revision. In a change table (``_old``/``_new``),
+    checked before the rewrite. Once the value is gone, the same call goes through."""
+    from lakestreams.errors import DdlError
+    from lakestreams.spark import ensure_schemas
+    from silver.dictionary import parse_create_table
+    from silver.evolution import Revision, follow_structure
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    first = parse_create_table(EMP_DDL)
+    numeric = parse_create_table(EMP_DDL.replace("name VARCHAR2(10)", "name NUMBER(5)"))
+    revs = [Revision(100, first), Revision(200, numeric, decision="ALTER")]
+    table = ch.storage.table("gold", "hr__emp")
+    spark.createDataFrame([(1, "12", 7), (2, "cy", 8), (3, None, 9)], "ID INT, NAME STRING, CODE INT").write.format(
+        "delta").saveAsTable(table.replace("`", ""))
+    told = []
+    with pytest.raises(DdlError, match=r"hr__emp.*some values do not convert \(NAME to INT\); the table needs a refresh"):
+        follow_structure(spark, table, numeric, revs, "gold.hr__emp", (), done=lambda c, scn: told.append(scn))
+    assert told == []
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(7, 1, "12"), (8, 2, "cy"), (9, 3, None)}}
+    assert gold_type(spark, ch, "NAME") == "string" and structure_scn(spark, table) == -1
+
+    changes = ch.storage.table("silver", "emp_changes")
+    spark.createDataFrame([(1, (1, "12", 7), (1, "cy", 7))],
+                          "_seq INT, _old STRUCT<ID: INT, NAME: STRING, CODE: INT>, "
+                          "_new STRUCT<ID: INT, NAME: STRING, CODE: INT>").write.format("delta").saveAsTable(
+        changes.replace("`", ""))
+    with pytest.raises(DdlError, match=r"some values do not convert \(NAME to INT\)"):
+        follow_structure(spark, changes, numeric, revs, "silver.emp_changes", ("_old", "_new"))
+    assert structure_scn(spark, changes) == -1
+
+    spark.sql(f"DELETE FROM {table} WHERE NAME = 'cy'")
+    follow_structure(spark, table, numeric, revs, "gold.hr__emp", (), done=lambda c, scn: told.append(scn))
+    assert told == [200] and structure_scn(spark, table) == 200
+    assert gold_type(spark, ch, "NAME") == "int"
+    assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(7, 1, 12), (9, 3, None)}}

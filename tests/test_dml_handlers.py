@@ -234,7 +234,8 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
     - error handler and update conflict handler: the update conflict handler is asked
       first, and where it resolves the conflict the error handler is never invoked; where
       it does not (another column, or one of its columns alongside another), the error
-      handler gets the change, and here consumes it."""
+      handler gets the change, and here consumes it;
+    - an INSERT an error handler makes takes the target's defaults, as one silver derives does."""
     ch = make_channel(
         tmp_path,
         dml_handlers=[{"table": "hr.regions", "operation": "UPDATE", "handler": "upper_names"}],
@@ -269,7 +270,12 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
     s.set_dml_handler("hr.regions", "UPDATE", None)
     s.set_dml_handler("hr.regions", "UPDATE", None, error_handler=True,
                       sql={"consume_when": ":dml.get_command_type() = 'UPDATE'"})
+    # A DELETE that finds no row puts the row back; the INSERT takes NOTE's new default.
+    s.set_dml_handler("hr.regions", "DELETE", None, error_handler=True, sql={"command_type": "INSERT"})
+    alter = Txn("t45", 450).ddl("ALTER TABLE hr.regions MODIFY (note DEFAULT 'dflt')").commit()
+    alter[0]["command_type"] = "ALTER TABLE"
     write_lines(ch, "src", "f2.jsonl", [
+        *alter,
         # resolved by OVERWRITE: the error handler is not asked (it would consume the change)
         *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "stale"}, new={"REGION_NAME": "z"}).commit(),
         # NOTE differs: unresolved, so the error handler gets it and consumes it
@@ -277,10 +283,12 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
         # both lists differ: OVERWRITE resolves REGION_NAME, NOTE stays unresolved, so the error handler gets it
         *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "stale", "NOTE": "wrong"},
                             new={"REGION_NAME": "v"}).commit(),
+        *Txn("t8", 800).row("DELETE", old={"REGION_ID": 9, "REGION_NAME": "gone"}).commit(),
     ])
     run_pipeline(spark, s.channel)
     rows, queue, resolved = state()
-    assert rows == [(1, "z"), (2, "b")]
+    assert rows == [(1, "z"), (2, "b"), (9, "gone")]
+    assert spark.table(gold).where("REGION_ID = 9").first()["NOTE"] == "dflt"
     assert set(queue) == {"t4"}, queue
     assert ("t5", "OVERWRITE", "REGION_NAME", "applied") in resolved
     assert not any(t in {"t6", "t7"} for t, *_ in resolved), resolved
