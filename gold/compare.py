@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze.records import parse_lines, to_bronze
-from gold.plan import live_rows
+from gold.plan import COMPARE_TABLE, live_rows
 from lakestreams.config import Channel, split_table_name
 from lakestreams.delta_io import append, create_missing_tables
 from lakestreams.errors import ApplyError
@@ -45,7 +45,6 @@ from silver.run import (
     load_targets,
 )
 
-COMPARE_TABLE = "apply_compare"
 COMPARE_DDL = (
     "compare_id BIGINT, target STRING, source_database STRING, snapshot_scn BIGINT, status STRING, "
     "key STRING, snapshot_row STRING, replica_row STRING, columns ARRAY<STRING>"

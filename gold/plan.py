@@ -86,8 +86,10 @@ WATERMARKS_DDL = (
     "plan_id BIGINT, source_database STRING, low_watermark BIGINT, high_watermark BIGINT, "
     "oldest_pending_scn BIGINT, at TIMESTAMP"
 )
+#: The compare reports (``gold.compare``).
+COMPARE_TABLE = "apply_compare"
 #: lakestreams' own gold tables (the others are replicas).
-GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks", "ddl_applied")
+GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks", "ddl_applied", COMPARE_TABLE)
 #: Columns of a judged plan that the apply does not read.
 JUDGING_COLUMNS = (
     "_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_derr", "_resolutions",

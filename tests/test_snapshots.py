@@ -15,7 +15,7 @@ from lakestreams.api import Streams
 from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.errors import ApplyError, ConfigError
-from lakestreams.pipeline import run_pipeline
+from lakestreams.pipeline import gold_summary, run_pipeline
 from lakestreams.status import channel_status, format_status
 
 LOCS_DDL = "CREATE TABLE hr.locs (loc_id NUMBER(4) NOT NULL, city VARCHAR2(20), CONSTRAINT locs_pk PRIMARY KEY (loc_id))"
@@ -171,6 +171,8 @@ def test_compare_reports_differences_and_resnapshot_repairs(spark, tmp_path, cap
         ("only_in_snapshot", '{"REGION_ID":3}', None),
     ]
     assert "only in snapshot 1, only in replica 1, different 1, snapshot rows not compared 1" in result.format()
+    # The report is lakestreams' own table, not a replica: the run summary lists replicas only.
+    assert [t.name for t in gold_summary(spark, ch)] == ["hr__regions"]
     # A re-snapshot holds one table; then it replaces the replica and the compare is clean.
     with pytest.raises(ApplyError, match="holds rows that do not reach HR.LOCS|no row of it reaches target hr__locs"):
         s.resnapshot(spark, "hr.locs", str(clean))
