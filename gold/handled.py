@@ -63,7 +63,8 @@ def handle_failures(
         if given.limit(1).count() == 0:
             continue
         returned, consumed = run_handler(s, table, given.select(*cols))
-        # An INSERT a handler makes takes the target's defaults for what it does not carry, as in silver.
+        # An INSERT a handler makes takes the target's defaults for what it does not carry:
+        # those of its latest structure (silver gives a change the revision in force at its SCN).
         returned = fill_defaults(returned, table_defaults(table))
         where = given.select(*IDENTITY, "_seq", "_root", "_missing")
         outputs.append(returned.withColumn("_handler", F.lit(s.handler or "SQL")).withColumn("_consumed", F.lit(False))

@@ -100,6 +100,10 @@ CLOCKS = (exp.CurrentTimestamp, exp.Systimestamp, exp.CurrentDate, exp.Localtime
 ISO_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
 
 
+#: Spark's integer types: a number default for them is rounded, as Oracle stores NUMBER(p).
+INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+
+
 def default_value(c: ColumnDef) -> Column | None:
     """What an INSERT that does not carry column ``c`` takes (Oracle's apply gives an extra
     target column its default on insert): the column's DEFAULT when it is a constant (a
@@ -128,9 +132,14 @@ def default_value(c: ColumnDef) -> Column | None:
         fmt = node.args.get("format")
         if isinstance(fmt, exp.Literal) and fmt.this in ISO_FORMATS:
             text = node.this.this
-    if text is None or (text == "" and c.type.empty_is_null):
+    if text is None or text == "":  # Oracle reads '' as NULL, whatever the type
         return None
+    if c.type.spark in INTEGRAL or c.type.spark.startswith("DECIMAL"):
+        # A number as Oracle reads it: an exponent (1e2), and rounded to the column's scale.
+        number = F.lit(str(text)).try_cast("DECIMAL(38,10)")
+        return (F.round(number, 0) if c.type.spark in INTEGRAL else number).try_cast(c.type.spark)
     return F.lit(str(text)).try_cast(c.type.spark)
+
 
 
 #: Per dictionary revision: which change rows it reads (a condition) and the default of each
@@ -168,9 +177,10 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
     or one the record leaves out); the column then counts as carried. Run on the changes
     as DML handlers leave them: a handler sees the record as captured, and an INSERT it
     makes takes the defaults too. A constant DEFAULT that does not convert to the column's
-    type (``NUMBER(3) DEFAULT 'x'``, a value too long or too large) fails the INSERT that
-    would take it, as Oracle's insert would (ORA-01722 and the like), rather than leaving
-    the column silently NULL: every default here is non-NULL, so a NULL is a failure."""
+    type (``NUMBER(3) DEFAULT 'x'``, a DATE default in a format other than ISO) fails the
+    INSERT that would take it, as Oracle's insert would (ORA-01722 and the like), rather
+    than leaving the column silently NULL: ``default_value`` gives no NULL default (not for
+    DEFAULT NULL, nor ''), so a NULL here is a failure."""
     if not defaults:
         return changes
     inserting = F.col("_command_type") == "INSERT"
@@ -186,7 +196,7 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
             values.append(current.alias(c))
             continue
         fill = inserting & ~F.array_contains("_new_present", c) & applies
-        value = chain.cast(f.dataType)
+        value = chain.try_cast(f.dataType)
         values.append(F.when(fill, value).otherwise(current).alias(c))
         filled.append(F.when(fill, F.lit(c)))
         bad.append(F.when(fill & value.isNull(), F.lit(

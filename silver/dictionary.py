@@ -25,8 +25,8 @@ class ColumnDef:
     name: str
     type: ColumnType
     nullable: bool = True
-    #: The DEFAULT expression as Oracle SQL (sqlglot regenerates it). Not part of the
-    #: structure comparisons of silver's registry (not stored there yet).
+    #: The DEFAULT expression as Oracle SQL (sqlglot regenerates it). Not part of structure
+    #: comparisons: a changed default is no change of the table's layout.
     default: str | None = field(default=None, compare=False)
 
 

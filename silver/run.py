@@ -704,8 +704,9 @@ def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, 
         .withColumn("_n", F.row_number().over(w)).where("_n = 1").collect()
     )
     return sorted(
-        (r["source_database"], r["source_owner"], r["source_table"], table_def_from_row(r), r["change_table"])
-        for r in rows
+        ((r["source_database"], r["source_owner"], r["source_table"], table_def_from_row(r), r["change_table"])
+         for r in rows),
+        key=lambda t: (t[0], t[1], t[2], t[4]),  # a TableDef has no order
     )
 
 

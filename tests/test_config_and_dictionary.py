@@ -108,15 +108,18 @@ def test_column_defaults_an_insert_takes(spark):
         "at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP, g RAW(16) DEFAULT SYS_GUID(), "
         "u VARCHAR2(30) DEFAULT USER, z NUMBER DEFAULT NULL, bad NUMBER(3) DEFAULT 'x', "
         "fmt DATE DEFAULT TO_DATE('02/01/2020', 'DD/MM/YYYY'), sum_ NUMBER DEFAULT 1 + 2, plain NUMBER, "
-        "nv NVARCHAR2(5) DEFAULT N'nv')")
+        "nv NVARCHAR2(5) DEFAULT N'nv', ex NUMBER(5) DEFAULT 1e2, half NUMBER(3) DEFAULT 2.5, "
+        "cents NUMBER(5,1) DEFAULT 1.25, en NUMBER(3) DEFAULT '', ed DATE DEFAULT '', "
+        "nls DATE DEFAULT '01-JAN-2000')")
     values = {c.name: default_value(c) for c in t.columns}
-    assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN"}
+    assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN", "EN", "ED"}
     row = spark.range(1).select(
         F.lit(datetime(2024, 1, 1, 0, 3, 40)).cast("timestamp").alias("_commit_time")
     ).select(*[v.alias(n) for n, v in values.items() if v is not None]).first().asDict()
     assert row == {"N": 5, "NEG": Decimal("-3.50"), "S": "new", "D": datetime(2020, 1, 2),
                    "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
-                   "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv"}
+                   "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv", "EX": 100, "HALF": 3,
+                   "CENTS": Decimal("1.3"), "NLS": None}
 
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
