@@ -283,18 +283,28 @@ def adapt(
             else:
                 alters.append(a)  # the replication key may change; the caller compares keys
         elif isinstance(a, Physical):
-            if a.text.startswith(("ENCRYPT", "DECRYPT")):
+            verb = a.text.split(" ")[0]
+            encryption = a.text.startswith(("ENCRYPT", "DECRYPT"))
+            partition = any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS)
+            if (encryption or partition) and action.on_enroll_break != "REFRESH":
+                # An enroll break (HVR: "data type changes, partition changes etc."): the policy decides.
+                what = "the column's encryption changes" if encryption else f"{verb} of a partition changes rows"
+                if action.on_enroll_break == "FAIL_INTEG_JOB":
+                    return Decision("FAIL", f"{verb}: {what} (OnEnrollBreak=FAIL_INTEG_JOB)")
+                warnings.append(f"{verb}: {what}; no refresh (OnEnrollBreak=WARNING)")
+                reasons.append(f"{verb}: {what}; no refresh (OnEnrollBreak=WARNING)")
+            elif encryption:
                 # HVR refreshes a table whose column encryption changes; the values captured
                 # are the clear ones, so the rows follow from the change history.
                 refresh = True
-                reasons.append(f"{a.text.split(' ')[0]}: the column's encryption changes: refresh, "
+                reasons.append(f"{verb}: the column's encryption changes: refresh, "
                                "its rows follow from the change history")
-            elif any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS):
+            elif partition:
                 refresh = reload = True
-                reasons.append(f"{a.text.split(' ')[0]} of a partition changes rows without row changes: refresh, "
+                reasons.append(f"{verb} of a partition changes rows without row changes: refresh, "
                                "a snapshot reloads the target")
             else:
-                reasons.append(f"{a.text.split(' ')[0]}: physical, not replicated")
+                reasons.append(f"{verb}: physical, not replicated")
     if before is not None and before.key_kind == "ALL COLUMNS" and any(
             (isinstance(a, DropColumn) and a.name in before.key_columns)
             or (isinstance(a, AddColumn) and a.column.type is not None

@@ -105,6 +105,28 @@ def test_modify_column_bigger_smaller_and_type_change():
     assert decide("ALTER TABLE hr.t MODIFY note NULL").target == "ALTER"
 
 
+@pytest.mark.parametrize("text", [
+    "ALTER TABLE hr.t TRUNCATE PARTITION p1",
+    "ALTER TABLE hr.t EXCHANGE PARTITION p1 WITH TABLE hr.x",
+    "ALTER TABLE hr.t DROP SUBPARTITION p1",
+    "ALTER TABLE hr.t MODIFY (note ENCRYPT USING 'AES256' NO SALT)",
+])
+def test_partition_and_encryption_changes_are_enroll_breaks(text):
+    """OnEnrollBreak covers every break of the enroll information (HVR: "data type
+    changes, partition changes etc."), not only type changes: FAIL_INTEG_JOB fails the
+    statement, WARNING keeps the target as it is with a warning, REFRESH (the default)
+    refreshes."""
+    assert decide(text).target == "REFRESH"
+    failed = decide(text, AdaptDdl("*", on_enroll_break="FAIL_INTEG_JOB"))
+    assert failed.target == "FAIL" and "OnEnrollBreak=FAIL_INTEG_JOB" in failed.reason
+    warned = decide(text, AdaptDdl("*", on_enroll_break="WARNING"))
+    assert (warned.target, warned.reload, warned.alters) == ("IGNORE", False, ())
+    assert warned.warnings and "no refresh (OnEnrollBreak=WARNING)" in warned.reason
+    # A partition operation that changes no rows is no break, whatever the policy.
+    assert decide("ALTER TABLE hr.t MERGE PARTITIONS p1, p2 INTO PARTITION p3",
+                  AdaptDdl("*", on_enroll_break="FAIL_INTEG_JOB")).target == "IGNORE"
+
+
 def test_rename_column_and_table():
     assert [type(a) for a in decide("ALTER TABLE hr.t RENAME COLUMN note TO remark").alters] == [RenameColumn]
     # RENAME TO is a DROP of the old name (OnDropTable) and a CREATE of the new.
