@@ -140,6 +140,8 @@ def _shape(t: ColumnType) -> tuple[str, tuple[int | None, ...]]:
     T = exp.DataType.Type
     if dt.this in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
         return "CHARACTER", (params[0] if params else 1,)
+    if dt.this in (T.INT, T.SMALLINT) and not params:  # Oracle's INTEGER, INT, SMALLINT: NUMBER(38)
+        return "NUMBER", (38, 0)
     if dt.this in (T.DECIMAL, T.BIGDECIMAL) or t.oracle.upper().startswith("NUMBER"):
         if not params or params[0] is None:
             return "NUMBER", (None, None)
@@ -160,6 +162,8 @@ def type_change(old: ColumnType, new: ColumnType) -> str:
     'NARROW'
     >>> type_change(C("NUMBER(5)", "INT"), C("VARCHAR2(5)", "STRING", 5))
     'CHANGE'
+    >>> [type_change(C("NUMBER(5)", "INT"), C("INTEGER", "DECIMAL(38,0)")), type_change(C("INTEGER", "DECIMAL(38,0)"), C("NUMBER(5)", "INT"))]
+    ['WIDEN', 'NARROW']
     """
     if old.oracle.upper().replace(" ", "") == new.oracle.upper().replace(" ", ""):
         return "SAME"
