@@ -25,6 +25,7 @@ from silver.dictionary import (
     ColumnDef,
     TableDef,
     _ident,
+    is_virtual,
     parse_create_table,
     read_column,
     read_constraint,
@@ -54,6 +55,7 @@ class ColumnSpec:
     type: ColumnType | None = None
     nullable: bool | None = None
     default: str | None = None  # the default expression, as Oracle SQL sqlglot regenerates
+    virtual: bool = False  # a virtual column (AS (…)): no record carries its value
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def _added_column(node: exp.ColumnDef, number_policy: str) -> list[Action]:
     """ADD of one column, then the keys declared inline with it (``id NUMBER CONSTRAINT
     e_pk PRIMARY KEY``), as ADD CONSTRAINT would declare them."""
     name, ctype, nullable, default, keys = read_column(node, number_policy)
-    return [AddColumn(ColumnSpec(name, ctype, nullable, default)),
+    return [AddColumn(ColumnSpec(name, ctype, nullable, default, is_virtual(node))),
             *(AddConstraint(kind, columns, key_name) for key_name, kind, columns in keys)]
 
 
@@ -381,7 +383,8 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
                 raise DdlError(f"{owner}.{name} already has a column {a.column.name}", "1430")
             if a.column.type is None:
                 raise DdlError(f"column {a.column.name} is added without a type")
-            cols.append(ColumnDef(a.column.name, a.column.type, a.column.nullable is not False, a.column.default))
+            cols.append(ColumnDef(a.column.name, a.column.type, a.column.nullable is not False, a.column.default,
+                                  virtual=a.column.virtual))
         elif isinstance(a, DropColumn):
             del cols[find(a.name)]
             keys = [k for k in keys if a.name not in k[2]]
@@ -393,9 +396,10 @@ def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:
             keys = [(n, kind, tuple(a.new if c == a.old else c for c in kc)) for n, kind, kc in keys]
         elif isinstance(a, ModifyColumn):
             i, spec = find(a.column.name), a.column
-            cols[i] = ColumnDef(
-                spec.name, spec.type or cols[i].type, cols[i].nullable if spec.nullable is None else spec.nullable,
-                spec.default if spec.default is not None else cols[i].default)
+            cols[i] = replace(
+                cols[i], type=spec.type or cols[i].type,
+                nullable=cols[i].nullable if spec.nullable is None else spec.nullable,
+                default=spec.default if spec.default is not None else cols[i].default)
         elif isinstance(a, AddConstraint) and a.kind in KEY_KINDS:
             for c in a.columns:
                 find(c)

@@ -7,7 +7,7 @@ anything that is not understood is logged with the reason, never lost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -28,6 +28,9 @@ class ColumnDef:
     #: The DEFAULT expression as Oracle SQL (sqlglot regenerates it). Not part of structure
     #: comparisons: a changed default is no change of the table's layout.
     default: str | None = field(default=None, compare=False)
+    #: A virtual column: Oracle stores no value, so no record carries one and no key on it
+    #: can be matched (``table_with_keys`` never chooses one).
+    virtual: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -161,23 +164,23 @@ def table_with_keys(
         for k in cols:
             if k not in names:
                 raise DdlError(f"key column {k} is not a column of {owner}.{name}")
-    pk = next((cols for _n, kind, cols in constraints if kind == "PRIMARY KEY"), ())
+    # A key on a virtual column is never the replication key: no record carries its value.
+    virtual = {c.name for c in columns if c.virtual}
+    matchable = [(n, kind, cols) for n, kind, cols in constraints if not virtual & set(cols)]
+    pk = next((cols for _n, kind, cols in matchable if kind == "PRIMARY KEY"), ())
     if pk:
         key, kind = tuple(pk), "PRIMARY KEY"
     else:
         not_null = {c.name for c in columns if not c.nullable}
-        candidates = [cols for _n, k, cols in constraints
+        candidates = [cols for _n, k, cols in matchable
                       if k in ("UNIQUE", "UNIQUE INDEX") and cols and not_null & set(cols)]
         if candidates:
             key, kind = tuple(min(candidates, key=len)), "UNIQUE"
         else:
-            key = tuple(c.name for c in columns if not c.type.oracle.upper().startswith(LOB_TYPES))
+            key = tuple(c.name for c in columns if not c.type.oracle.upper().startswith(LOB_TYPES) and not c.virtual)
             kind = "ALL COLUMNS"
     # Key columns are never NULL in a primary key; make that visible to the apply.
-    columns = tuple(
-        ColumnDef(c.name, c.type, c.nullable and not (kind == "PRIMARY KEY" and c.name in key), c.default)
-        for c in columns
-    )
+    columns = tuple(replace(c, nullable=c.nullable and not (kind == "PRIMARY KEY" and c.name in key)) for c in columns)
     return TableDef(owner, name, columns, key, kind, tuple(constraints))
 
 
@@ -226,7 +229,7 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
             if ctype is None:
                 raise DdlError(f"column {col} has no type")
             keys.extend(col_keys)
-            columns.append(ColumnDef(col, ctype, nullable is not False, default))
+            columns.append(ColumnDef(col, ctype, nullable is not False, default, virtual=is_virtual(item)))
         elif isinstance(item, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint)):
             key = read_constraint(item)
             # A key on a virtual column is not one the records can match (read_column).
@@ -245,7 +248,7 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
 DICTIONARY_DDL = """
   source_database STRING, owner STRING, table_name STRING, revision_scn BIGINT,
   columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, nullable: BOOLEAN,
-    max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING>>,
+    max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING, virtual: BOOLEAN>>,
   key_columns ARRAY<STRING>, key_kind STRING, ddl_text STRING, transaction_id STRING,
   silver_batch BIGINT,
   constraints ARRAY<STRUCT<name: STRING, kind: STRING, columns: ARRAY<STRING>>>,
@@ -281,6 +284,7 @@ def table_def_to_row(t: TableDef) -> dict:
                 "empty_is_null": c.type.empty_is_null,
                 "hex_binary": c.type.hex_binary,
                 "default_sql": c.default,
+                "virtual": c.virtual,
             }
             for c in t.columns
         ],
@@ -300,6 +304,7 @@ def table_def_from_row(row) -> TableDef:
             ColumnType(c["oracle_type"], c["spark_type"], c["max_length"], c["empty_is_null"], c["hex_binary"]),
             c["nullable"],
             c.get("default_sql"),
+            bool(c.get("virtual")),  # not kept before: false
         )
         for c in fields["columns"]
     )

@@ -410,7 +410,9 @@ def _dictionary_step(
             *(read.truncates or (None, None)), done.scope, done.outcome, list(done.target_ddl),
         ))
     if dict_rows:
-        append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch)
+        # Which columns are virtual came later: a dictionary written before takes the field by schema merging.
+        append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch,
+               merge_schema=True)
     if log_rows:
         append(local_rows(spark, log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
     if reloads:

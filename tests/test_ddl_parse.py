@@ -21,7 +21,7 @@ from silver.ddl import (
     evolve,
     parse_ddl,
 )
-from silver.dictionary import parse_create_table
+from silver.dictionary import parse_create_table, table_def_from_row, table_def_to_row
 from silver.evolution import Revision, read_ddl
 from silver.types import ColumnType
 
@@ -339,8 +339,22 @@ def test_virtual_columns_are_nullable_columns_that_no_key_is_chosen_from():
     # An identity is no virtual column: its values are stored and captured.
     ident = parse_create_table("CREATE TABLE hr.i (id NUMBER GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v NUMBER)")
     assert (ident.key_kind, ident.key_columns) == ("PRIMARY KEY", ("ID",))
-    assert parse_ddl("ALTER TABLE hr.t ADD (net NUMBER(9,2) GENERATED ALWAYS AS (price/1.2) VIRTUAL NOT NULL)").actions == (
-        AddColumn(ColumnSpec("NET", t.columns[1].type, True, None)),)
+    add_net = parse_ddl("ALTER TABLE hr.t ADD (net NUMBER(9,2) GENERATED ALWAYS AS (price/1.2) VIRTUAL NOT NULL)")
+    assert add_net.actions == (AddColumn(ColumnSpec("NET", t.columns[1].type, True, None, virtual=True)),)
+    # The dictionary keeps which columns are virtual, so a key added on one later is not
+    # chosen either (by ADD CONSTRAINT or CREATE UNIQUE INDEX), and a keyless table's
+    # all-columns key leaves them out, as it leaves out LOBs.
+    assert [c.name for c in t.columns if c.virtual] == ["TAXED", "CODE"]
+    assert table_def_from_row(table_def_to_row(t)).columns[2].virtual
+    u = evolve(t, parse_ddl("ALTER TABLE hr.t DROP CONSTRAINT t_uk"))
+    assert (u.key_kind, u.key_columns) == ("ALL COLUMNS", ("ID", "PRICE"))
+    assert evolve(u, parse_ddl("ALTER TABLE hr.t ADD CONSTRAINT t_pk PRIMARY KEY (taxed)")).key_columns == ("ID", "PRICE")
+    v = evolve(u, parse_ddl("CREATE UNIQUE INDEX hr.t_code_uk ON hr.t (code)"))
+    assert (v.key_kind, v.key_columns) == ("ALL COLUMNS", ("ID", "PRICE"))
+    w = evolve(evolve(u, add_net), parse_ddl("ALTER TABLE hr.t ADD CONSTRAINT t_net_pk PRIMARY KEY (net)"))
+    assert w.column("NET").virtual and w.key_columns == ("ID", "PRICE")
+    # A key on stored columns is chosen as before.
+    assert evolve(v, parse_ddl("ALTER TABLE hr.t ADD CONSTRAINT t_pk PRIMARY KEY (id)")).key_columns == ("ID",)
     # Oracle derives an undeclared type; this dictionary does not evaluate the expression.
     with pytest.raises(DdlError, match="virtual column E declares no type"):
         parse_ddl("ALTER TABLE hr.t ADD (e AS (price * 3))")
