@@ -13,8 +13,10 @@ alternatives (``tmp*|temp*``); table names match case-insensitively.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from lakestreams.errors import ConfigError
@@ -134,18 +136,31 @@ def table_to_add(actions: tuple[AdaptDdl, ...], owner: str, table: str, current_
 
 
 def _shape(t: ColumnType) -> tuple[str, tuple[int | None, ...]]:
-    """An Oracle type's family and its size parameters (None: unbounded)."""
-    dt = exp.DataType.build(t.oracle, dialect="oracle")
+    """An Oracle type's family and its size parameters (None: unbounded).
+
+    >>> from silver.types import ColumnType as C
+    >>> [_shape(C(o, "")) for o in ("RAW(16)", "UROWID", "NUMBER(*,2)", "INTEGER", "NUMBER")]
+    [('RAW', (16,)), ('UROWID', ()), ('NUMBER', (38, 2)), ('NUMBER', (38, 0)), ('NUMBER', (None, None))]
+    """
+    upper = t.oracle.upper()
+    raw = re.fullmatch(r"RAW\s*\(\s*(\d+)\s*\)", upper)
+    if raw:  # sqlglot's Oracle dialect does not build RAW(n)
+        return "RAW", (int(raw.group(1)),)
+    try:
+        dt = exp.DataType.build(t.oracle, dialect="oracle")
+    except sqlglot.errors.ParseError:  # ROWID, UROWID, XMLTYPE …: compared by their text
+        return upper, ()
     params = int_params(dt)
     T = exp.DataType.Type
     if dt.this in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
         return "CHARACTER", (params[0] if params else 1,)
     if dt.this in (T.INT, T.SMALLINT) and not params:  # Oracle's INTEGER, INT, SMALLINT: NUMBER(38)
         return "NUMBER", (38, 0)
-    if dt.this in (T.DECIMAL, T.BIGDECIMAL) or t.oracle.upper().startswith("NUMBER"):
-        if not params or params[0] is None:
+    if dt.this in (T.DECIMAL, T.BIGDECIMAL) or upper.startswith("NUMBER"):
+        if not params or (params[0] is None and len(params) < 2):
             return "NUMBER", (None, None)
-        return "NUMBER", (params[0], params[1] if len(params) > 1 and params[1] is not None else 0)
+        scale = params[1] if len(params) > 1 and params[1] is not None else 0
+        return "NUMBER", (38 if params[0] is None else params[0], scale)  # NUMBER(*,s): 38 digits
     if dt.this in (T.VARBINARY, T.BINARY):
         return "RAW", (params[0] if params else None,)
     return t.oracle.upper(), ()
@@ -289,14 +304,15 @@ def adapt(
         elif isinstance(a, Physical):
             verb = a.text.split(" ")[0]
             encryption = a.text.startswith(("ENCRYPT", "DECRYPT"))
-            partition = any(a.text.startswith(op) for op in REFRESHING_PARTITION_OPS)
+            partition = next((op for op in REFRESHING_PARTITION_OPS if a.text.startswith(op)), None)
             if (encryption or partition) and action.on_enroll_break != "REFRESH":
                 # An enroll break (HVR: "data type changes, partition changes etc."): the policy decides.
-                what = "the column's encryption changes" if encryption else f"{verb} of a partition changes rows"
+                what = f"{verb}: the column's encryption changes" if encryption else f"{partition} changes rows"
                 if action.on_enroll_break == "FAIL_INTEG_JOB":
-                    return Decision("FAIL", f"{verb}: {what} (OnEnrollBreak=FAIL_INTEG_JOB)")
-                warnings.append(f"{verb}: {what}; no refresh (OnEnrollBreak=WARNING)")
-                reasons.append(f"{verb}: {what}; no refresh (OnEnrollBreak=WARNING)")
+                    return Decision("FAIL", f"{what} (OnEnrollBreak=FAIL_INTEG_JOB)")
+                reasons.append(f"{what}: no refresh (OnEnrollBreak=WARNING)")
+                warnings.append("the target is not refreshed and may differ from the source"
+                                if partition else "the target is not refreshed")
             elif encryption:
                 # HVR refreshes a table whose column encryption changes; the values captured
                 # are the clear ones, so the rows follow from the change history.
@@ -311,7 +327,7 @@ def adapt(
                 reasons.append(f"{verb}: physical, not replicated")
     if before is not None and before.key_kind == "ALL COLUMNS" and any(
             (isinstance(a, DropColumn) and a.name in before.key_columns)
-            or (isinstance(a, AddColumn) and a.column.type is not None
+            or (isinstance(a, AddColumn) and a.column.type is not None and not a.column.virtual
                 and not a.column.type.oracle.upper().startswith(LOB_TYPES)) for a in alters):
         # The replication key is every column: a column added or dropped changes the key.
         refresh = True

@@ -400,10 +400,6 @@ class OracleDdl(Oracle):
     class Tokenizer(Oracle.Tokenizer):
         # RENAME is a statement here, not a command whose text is kept as a string.
         COMMANDS = {c for c in tokens.Tokenizer.COMMANDS if c != TokenType.RENAME}
-        # BINARY_DOUBLE and BINARY_FLOAT keep their names (sqlglot reads them as DOUBLE
-        # PRECISION and FLOAT, which in Oracle are NUMBER subtypes of other precision).
-        KEYWORDS: t.ClassVar = {k: v for k, v in Oracle.Tokenizer.KEYWORDS.items()
-                                if k not in ("BINARY_DOUBLE", "BINARY_FLOAT")}
 
     Parser = OracleDdlParser
 

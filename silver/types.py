@@ -78,9 +78,6 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     >>> [parse_ddl(f"ALTER TABLE hr.e ADD (c {t})").actions[0].column.type.oracle
     ...  for t in ("NUMBER(6,0)", "VARCHAR2(20 BYTE)", "VARCHAR2(20 CHAR)", "TIMESTAMP(6) WITH LOCAL TIME ZONE")]
     ['NUMBER(6)', 'VARCHAR2(20)', 'VARCHAR2(20 CHAR)', 'TIMESTAMP(6) WITH LOCAL TIME ZONE']
-    >>> [(c.type.oracle, c.type.spark) for c in parse_ddl("CREATE TABLE hr.f (a BINARY_DOUBLE, b BINARY_FLOAT, "
-    ...  "c FLOAT(126))").table.columns]
-    [('BINARY_DOUBLE', 'DOUBLE'), ('BINARY_FLOAT', 'DOUBLE'), ('FLOAT(126)', 'DOUBLE')]
     """
     oracle = dt.sql("oracle")
     upper = oracle.upper()
@@ -115,7 +112,7 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
         if s < 0 or s > p:
             return ColumnType(oracle, f"DECIMAL(38,{max(s, 0)})")
         return ColumnType(oracle, f"DECIMAL({p},{s})")
-    if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "BINARY_FLOAT", "FLOAT", "REAL", "DOUBLE"):
+    if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE"):
         return ColumnType(oracle, "DOUBLE")
     if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
         return ColumnType(oracle, "STRING", max_length=args[0] if args else None, empty_is_null=True)

@@ -189,8 +189,19 @@ def test_refreshes_the_change_history_cannot_make_need_a_snapshot():
         d = adapt(parse_ddl(text), ON, keyless, True)
         assert (d.target, d.reload) == ("REFRESH", False) and "no key" in d.reason
     assert adapt(parse_ddl("ALTER TABLE hr.k MODIFY b VARCHAR2(9)"), ON, keyless, True).target == "ALTER"
-    # A LOB is no key column: adding one leaves the key as it was.
+    # A LOB is no key column: adding one leaves the key as it was; nor is a virtual column.
     assert adapt(parse_ddl("ALTER TABLE hr.k ADD (doc CLOB)"), ON, keyless, True).target == "ALTER"
+    assert adapt(parse_ddl("ALTER TABLE hr.k ADD (v NUMBER AS (a * 2))"), ON, keyless, True).target == "ALTER"
+
+
+def test_types_sqlglot_does_not_build_are_compared_by_their_text():
+    """MODIFY of a RAW, ROWID or XMLTYPE column: RAW(16) to RAW(32) widens, to RAW(8)
+    narrows; the others are the same type or another one, never an unreadable record."""
+    t = parse_create_table("CREATE TABLE hr.r (id NUMBER PRIMARY KEY, r RAW(16), u UROWID, x XMLTYPE)")
+    got = {text: adapt(parse_ddl(f"ALTER TABLE hr.r MODIFY ({text})"), ON, t, True).target
+           for text in ("r RAW(32)", "r RAW(8)", "u UROWID", "u VARCHAR2(40)", "x XMLTYPE NOT NULL")}
+    assert got == {"r RAW(32)": "ALTER", "r RAW(8)": "REFRESH", "u UROWID": "ALTER", "u VARCHAR2(40)": "REFRESH",
+                   "x XMLTYPE NOT NULL": "ALTER"}
 
 
 def test_the_readings_name_the_table_a_snapshot_must_reload():
