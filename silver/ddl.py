@@ -241,6 +241,7 @@ def _alter_actions(tree: exp.Alter, number_policy: str) -> tuple[Action, ...]:
             actions.append(ModifyColumn(ColumnSpec(
                 _ident(a.this), map_oracle_type(dtype, number_policy) if dtype else None,
                 None if allow_null is None else bool(allow_null), default.sql("oracle") if default else None)))
+            actions.extend(Physical(text) for text in a.meta.get("properties", ()))
         elif isinstance(a, exp.Property) and a.name == "PHYSICAL":
             actions.append(Physical(a.args["value"].name))
         else:

@@ -227,7 +227,11 @@ class OracleDdlParser(OracleParser):
             if properties:
                 return self._physical(f"{properties[0]} OF {column.sql('oracle')}")
             self.raise_error(f"MODIFY {column.sql('oracle')} changes nothing this parser knows")
-        return self.expression(exp.AlterColumn(this=column, dtype=dtype, default=default, allow_null=allow_null))
+        altered = self.expression(exp.AlterColumn(this=column, dtype=dtype, default=default, allow_null=allow_null))
+        # A property stated with a change (``MODIFY (b VARCHAR2(20) ENCRYPT)``) is kept too:
+        # the DDL reading makes it a physical action of its own, as when it stands alone.
+        altered.meta["properties"] = [f"{p} OF {column.sql('oracle')}" for p in properties]
+        return altered
 
     def _parse_alter_modify(self) -> list[exp.Expr]:
         # MODIFY PARTITION BY … [ONLINE] (made partitioned), MODIFY PARTITION p …, LOB, DEFAULT

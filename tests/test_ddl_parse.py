@@ -300,7 +300,9 @@ def test_what_cannot_be_understood_is_refused_with_the_reason(text, message):
 def test_column_properties_and_long_are_read_for_what_they_are():
     # A property after the NOT NULL, too; LONG is character data (sqlglot reads it as BIGINT).
     assert parse_ddl("ALTER TABLE hr.employees MODIFY (email NOT NULL ENCRYPT)").actions == (
-        ModifyColumn(ColumnSpec("EMAIL", None, False, None)),)
+        ModifyColumn(ColumnSpec("EMAIL", None, False, None)), Physical("ENCRYPT OF email"))
+    assert parse_ddl("ALTER TABLE hr.e MODIFY (b VARCHAR2(20) ENCRYPT USING 'AES256' NOT NULL, c INVISIBLE)").actions[1:] == (
+        Physical("ENCRYPT USING AES256 OF b"), Physical("INVISIBLE OF c"))
     t = parse_create_table("CREATE TABLE hr.t (a LONG, b INTEGER, c NUMBER(19))")
     assert [c.type.spark for c in t.columns] == ["STRING", "DECIMAL(38,0)", "DECIMAL(19,0)"]
     # Types sqlglot does not read, named as Oracle writes them; a column's ENCRYPT and
