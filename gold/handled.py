@@ -58,14 +58,15 @@ def handle_failures(
     if asked is not None:
         failing = failing.join(asked, IDENTITY, "left_anti")
     outputs = []
+    # An INSERT a handler makes takes the target's defaults for what it does not carry:
+    # those of its latest structure (silver gives a change the revision in force at its SCN).
+    defaults = table_defaults(table)
     for s in specs:
         given = failing.where(F.col("_command_type") == s.operation)
         if given.limit(1).count() == 0:
             continue
         returned, consumed = run_handler(s, table, given.select(*cols))
-        # An INSERT a handler makes takes the target's defaults for what it does not carry:
-        # those of its latest structure (silver gives a change the revision in force at its SCN).
-        returned = fill_defaults(returned, table_defaults(table))
+        returned = fill_defaults(returned, defaults)
         where = given.select(*IDENTITY, "_seq", "_root", "_missing")
         outputs.append(returned.withColumn("_handler", F.lit(s.handler or "SQL")).withColumn("_consumed", F.lit(False))
                        .join(where, IDENTITY))

@@ -141,7 +141,6 @@ def default_value(c: ColumnDef) -> Column | None:
     return F.lit(str(text)).try_cast(c.type.spark)
 
 
-
 #: Per dictionary revision: which change rows it reads (a condition) and the default of each
 #: change-table column that has one (``default_value``).
 Defaults = list[tuple[Column, dict[str, Column]]]
