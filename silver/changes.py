@@ -7,7 +7,10 @@ the row (``_error``); the apply plan sends the whole transaction to the error qu
 
 from __future__ import annotations
 
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import reduce
+from typing import NamedTuple
 
 import sqlglot
 from pyspark.sql import Column, DataFrame
@@ -104,13 +107,40 @@ ISO_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
 INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 
 
-def default_value(c: ColumnDef) -> Column | None:
+class Default(NamedTuple):
+    """What an INSERT that does not carry a column takes: ``value``, NULL where it cannot
+    take the default (then the INSERT fails, and ``fault`` says why)."""
+
+    value: Column
+    fault: str
+
+
+def _misfit(c: ColumnDef, text: str) -> str | None:
+    """Why a constant default does not fit its column, as Oracle's insert would refuse it
+    (ORA-12899, ORA-01438): longer than a character column holds, or more digits before
+    the decimal point than a NUMBER(p,s) holds once rounded to ``s`` decimals."""
+    t = c.type
+    if t.max_length is not None and len(text) > t.max_length:
+        return f"is longer than {t.max_length} characters ({t.oracle})"
+    decimal = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", t.spark)
+    limit, scale = (int(decimal[1]) - int(decimal[2]), int(decimal[2])) if decimal else (t.max_digits, 0)
+    if limit is None:
+        return None
+    try:
+        number = Decimal(text).quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP)
+    except (InvalidOperation, ValueError):
+        return None  # not a number: the conversion fails, and says so
+    return f"has more digits than {t.oracle} holds" if abs(number) >= 10**limit else None
+
+
+def default_value(c: ColumnDef) -> Default | None:
     """What an INSERT that does not carry column ``c`` takes (Oracle's apply gives an extra
     target column its default on insert): the column's DEFAULT when it is a constant (a
     number, a string, a DATE or TIMESTAMP literal), converted to the column's type; the
     change's commit time for a clock (SYSDATE, SYSTIMESTAMP, CURRENT_DATE …). None (the
     value stays NULL) without a default, for DEFAULT NULL, and for what the apply cannot
-    know (a sequence, SYS_GUID(), USER, an expression)."""
+    know (a sequence, SYS_GUID(), USER, an expression). A constant that does not convert
+    or does not fit the column (``_misfit``) gives a NULL value and the fault."""
     if c.default is None or c.type.hex_binary or c.type.spark == "VARIANT":
         return None
     try:
@@ -119,8 +149,9 @@ def default_value(c: ColumnDef) -> Column | None:
         return None
     while isinstance(node, exp.Paren):
         node = node.this
+    converts = f"does not convert to {c.type.oracle}"
     if isinstance(node, CLOCKS):
-        return F.col("_commit_time").cast(c.type.spark)
+        return Default(F.col("_commit_time").cast(c.type.spark), converts)
     text: str | None = None
     if isinstance(node, (exp.Literal, exp.National)):
         text = node.this
@@ -134,16 +165,18 @@ def default_value(c: ColumnDef) -> Column | None:
             text = node.this.this
     if text is None or text == "":  # Oracle reads '' as NULL, whatever the type
         return None
+    if (fault := _misfit(c, str(text))) is not None:
+        return Default(F.lit(None).cast(c.type.spark), fault)
     if c.type.spark in INTEGRAL or c.type.spark.startswith("DECIMAL"):
         # A number as Oracle reads it: an exponent (1e2), and rounded to the column's scale.
         number = F.lit(str(text)).try_cast("DECIMAL(38,10)")
-        return (F.round(number, 0) if c.type.spark in INTEGRAL else number).try_cast(c.type.spark)
-    return F.lit(str(text)).try_cast(c.type.spark)
+        return Default((F.round(number, 0) if c.type.spark in INTEGRAL else number).try_cast(c.type.spark), converts)
+    return Default(F.lit(str(text)).try_cast(c.type.spark), converts)
 
 
 #: Per dictionary revision: which change rows it reads (a condition) and the default of each
 #: change-table column that has one (``default_value``).
-Defaults = list[tuple[Column, dict[str, Column]]]
+Defaults = list[tuple[Column, dict[str, Default]]]
 
 
 def table_defaults(table: TableDef) -> Defaults:
@@ -176,20 +209,24 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
     or one the record leaves out); the column then counts as carried. Run on the changes
     as DML handlers leave them: a handler sees the record as captured, and an INSERT it
     makes takes the defaults too. A constant DEFAULT that does not convert to the column's
-    type (``NUMBER(3) DEFAULT 'x'``, a DATE default in a format other than ISO) fails the
-    INSERT that would take it, as Oracle's insert would (ORA-01722 and the like), rather
-    than leaving the column silently NULL: ``default_value`` gives no NULL default (not for
-    DEFAULT NULL, nor ''), so a NULL here is a failure."""
+    type (``NUMBER(3) DEFAULT 'x'``, a DATE default in a format other than ISO) or does not
+    fit it (``VARCHAR2(3) DEFAULT 'abcd'``, ``NUMBER(3) DEFAULT 1000``) fails the INSERT
+    that would take it, as Oracle's insert would (ORA-01722, ORA-12899 and the like),
+    rather than leaving the column silently NULL: ``default_value`` gives no NULL default
+    (not for DEFAULT NULL, nor ''), so a NULL here is a failure, and its ``fault`` says
+    why."""
     if not defaults:
         return changes
     inserting = F.col("_command_type") == "INSERT"
     values, filled, bad = [], [], []
     for f in changes.schema["_new"].dataType.fields:
         c, current = f.name, F.col(f"_new.`{f.name}`")
-        chain, applies = None, None
+        chain, faults, applies = None, None, None
         for cond, d in defaults:
             if c in d:
-                chain = F.when(cond, d[c]) if chain is None else chain.when(cond, d[c])
+                value, fault = d[c].value, F.lit(d[c].fault)
+                chain = F.when(cond, value) if chain is None else chain.when(cond, value)
+                faults = F.when(cond, fault) if faults is None else faults.when(cond, fault)
                 applies = cond if applies is None else applies | cond
         if chain is None:
             values.append(current.alias(c))
@@ -198,8 +235,8 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
         value = chain.try_cast(f.dataType)
         values.append(F.when(fill, value).otherwise(current).alias(c))
         filled.append(F.when(fill, F.lit(c)))
-        bad.append(F.when(fill & value.isNull(), F.lit(
-            f"the INSERT does not carry {c}, and the DEFAULT of {c} does not convert to {f.dataType.simpleString()}")))
+        bad.append(F.when(fill & value.isNull(), F.concat(
+            F.lit(f"the INSERT does not carry {c}, and the DEFAULT of {c} "), faults)))
     if not filled:
         return changes
     present = F.array_sort(F.array_union("_new_present", F.array_compact(F.array(*filled))))

@@ -644,6 +644,13 @@ def _resolve_targets(
                         f"the substitute key of {owner}.{name} names {', '.join(missing)}, which it does not have "
                         f"(columns: {', '.join(names)})"
                     )
+                virtual = [c for c in substitute if tdef.column(c).virtual]
+                if virtual:
+                    # No change record carries a virtual column: no row could be found by it.
+                    raise ReplicationError(
+                        f"the substitute key of {owner}.{name} names {', '.join(virtual)}, a virtual column that no "
+                        f"change record carries"
+                    )
                 tdef = dataclasses.replace(tdef, key_columns=substitute, key_kind="SUBSTITUTE KEY")
             return tdef
         return shape

@@ -110,16 +110,25 @@ def test_column_defaults_an_insert_takes(spark):
         "fmt DATE DEFAULT TO_DATE('02/01/2020', 'DD/MM/YYYY'), sum_ NUMBER DEFAULT 1 + 2, plain NUMBER, "
         "nv NVARCHAR2(5) DEFAULT N'nv', ex NUMBER(5) DEFAULT 1e2, half NUMBER(3) DEFAULT 2.5, "
         "cents NUMBER(5,1) DEFAULT 1.25, en NUMBER(3) DEFAULT '', ed DATE DEFAULT '', "
-        "nls DATE DEFAULT '01-JAN-2000')")
+        "nls DATE DEFAULT '01-JAN-2000', long_ VARCHAR2(3) DEFAULT 'abcd', big NUMBER(3) DEFAULT 1000, "
+        "up NUMBER(3) DEFAULT 999.5, wide NUMBER(5,1) DEFAULT 10000, edge NUMBER(5,1) DEFAULT 9999.94, "
+        "small NUMBER(5,1) DEFAULT -9999.96)")
     values = {c.name: default_value(c) for c in t.columns}
     assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN", "EN", "ED"}
     row = spark.range(1).select(
         F.lit(datetime(2024, 1, 1, 0, 3, 40)).cast("timestamp").alias("_commit_time")
-    ).select(*[v.alias(n) for n, v in values.items() if v is not None]).first().asDict()
+    ).select(*[v.value.alias(n) for n, v in values.items() if v is not None]).first().asDict()
     assert row == {"N": 5, "NEG": Decimal("-3.50"), "S": "new", "D": datetime(2020, 1, 2),
                    "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
                    "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv", "EX": 100, "HALF": 3,
-                   "CENTS": Decimal("1.3"), "NLS": None}
+                   "CENTS": Decimal("1.3"), "NLS": None, "LONG_": None, "BIG": None, "UP": None, "WIDE": None,
+                   "EDGE": Decimal("9999.9"), "SMALL": None}
+    # A default that does not fit its column (ORA-12899, ORA-01438) says so, as one that
+    # does not convert does; rounding to the scale comes first (999.5 is 1000 in NUMBER(3)).
+    assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL")} == {
+        "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 characters (VARCHAR2(3))",
+        "BIG": "has more digits than NUMBER(3) holds", "UP": "has more digits than NUMBER(3) holds",
+        "WIDE": "has more digits than NUMBER(5, 1) holds", "SMALL": "has more digits than NUMBER(5, 1) holds"}
 
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
@@ -128,7 +137,7 @@ def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
     that does not convert to the column's type fails the INSERT that takes it."""
     from pyspark.sql import functions as F
 
-    from silver.changes import default_value, fill_defaults
+    from silver.changes import Default, default_value, fill_defaults
 
     rows = spark.createDataFrame(
         [(10, "INSERT", None, ["ID"]), (30, "INSERT", None, ["ID"]), (31, "INSERT", 7, ["ID", "NOTE"]),
@@ -142,12 +151,13 @@ def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
     # (from 40): NUMBER(3) DEFAULT 'x', which no INSERT can take.
     bad = default_value(parse_create_table("CREATE TABLE s.t (id NUMBER PRIMARY KEY, note NUMBER(3) DEFAULT 'x')")
                         .column("NOTE"))
-    defaults = [(F.col("_scn") < 20, {"NOTE": F.lit(1)}), (F.col("_scn").between(20, 39), {"NOTE": F.lit(2)}),
+    defaults = [(F.col("_scn") < 20, {"NOTE": Default(F.lit(1), "")}),
+                (F.col("_scn").between(20, 39), {"NOTE": Default(F.lit(2), "")}),
                 (F.col("_scn") >= 40, {"NOTE": bad})]
     got = {r["_scn"]: (r["_new"]["NOTE"], r["_new_present"], r["_error"])
            for r in fill_defaults(rows, defaults).collect()}
     assert got == {10: (1, ["ID", "NOTE"], None), 30: (2, ["ID", "NOTE"], None), 31: (7, ["ID", "NOTE"], None),
                    32: (None, ["ID"], None), 33: (None, [], None),
                    40: (None, ["ID", "NOTE"],
-                        "the INSERT does not carry NOTE, and the DEFAULT of NOTE does not convert to int"),
+                        "the INSERT does not carry NOTE, and the DEFAULT of NOTE does not convert to NUMBER(3)"),
                    41: (7, ["ID", "NOTE"], None)}

@@ -43,7 +43,7 @@ def applied(spark, tmp_path_factory):
     compare = [{"table": f"hr.{s['name']}", **c} for s in SPEC["scenarios"] for c in s.get("compare", [])]
     ch = make_channel(tmp_path_factory.mktemp("scenarios"), keys=keys, update_conflict_handlers=handlers,
                       compare_old_values=compare)
-    records = [r for s in SPEC["scenarios"] for r in scenario_records(s, SPEC["columns"])]
+    records = [r for s in SPEC["scenarios"] for r in scenario_records(s, s.get("columns", SPEC["columns"]))]
     write_lines(ch, "src", "scenarios.jsonl", records)
     run_pipeline(spark, ch)
     return ch
