@@ -8,7 +8,7 @@ the row (``_error``); the apply plan sends the whole transaction to the error qu
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import reduce
 from typing import NamedTuple
 
@@ -127,9 +127,13 @@ def _misfit(c: ColumnDef, text: str) -> str | None:
     if limit is None:
         return None
     try:
-        number = Decimal(text).quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP)
-    except (InvalidOperation, ValueError):
+        number = Decimal(text)
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not number.is_finite():
         return None  # not a number: the conversion fails, and says so
+    if number.adjusted() < limit:  # else too large before rounding
+        number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP, Context(prec=100))
     return f"has more digits than {t.oracle} holds" if abs(number) >= 10**limit else None
 
 
