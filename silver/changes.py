@@ -8,7 +8,7 @@ the row (``_error``); the apply plan sends the whole transaction to the error qu
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal
 from functools import reduce
 from typing import NamedTuple
 
@@ -115,26 +115,35 @@ class Default(NamedTuple):
     fault: str
 
 
-def _misfit(c: ColumnDef, text: str) -> str | None:
-    """Why a constant default does not fit its column, as Oracle's insert would refuse it
-    (ORA-12899, ORA-01438): longer than a character column holds, or more digits before
-    the decimal point than a NUMBER(p,s) holds once rounded to ``s`` decimals."""
+#: A number as Oracle's NUMBER literals write it (a sign, digits, a point, an exponent).
+NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: A NUMBER type with its precision (and scale): the limits a value must fit.
+DECLARED_NUMBER = re.compile(r"(?:NUMBER|NUMERIC|DEC(?:IMAL)?)\s*\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)", re.I)
+
+
+def _number_default(c: ColumnDef, text: str) -> Default:
+    """A number default for a NUMBER column, as Oracle stores it: the literal (an exponent
+    allowed) rounded half up to the column's scale (to tens, hundreds … for a negative
+    one). More digits before the point than NUMBER(p,s) holds once rounded (``p - s``)
+    does not fit (ORA-01438). Worked out on the driver: the default is one constant."""
     t = c.type
-    if t.max_length is not None and len(text) > t.max_length:
-        return f"is longer than {t.max_length} characters ({t.oracle})"
-    decimal = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", t.spark)
-    limit, scale = (int(decimal[1]) - int(decimal[2]), int(decimal[2])) if decimal else (t.max_digits, 0)
-    if limit is None:
-        return None
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        number = Decimal("NaN")
-    if not number.is_finite():
-        return None  # not a number: the conversion fails, and says so
-    if number.adjusted() < limit:  # else too large before rounding
-        number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP, Context(prec=100))
-    return f"has more digits than {t.oracle} holds" if abs(number) >= 10**limit else None
+    null = F.lit(None).cast(t.spark)
+    if not NUMBER_TEXT.fullmatch(text.strip()):
+        return Default(null, f"does not convert to {t.oracle}")
+    number = Decimal(text.strip())
+    declared = DECLARED_NUMBER.fullmatch(t.oracle.strip())
+    held = re.fullmatch(r"DECIMAL\(\d+,\s*(\d+)\)", t.spark)
+    if declared:
+        limit, scale = int(declared[1]) - int(declared[2] or 0), int(declared[2] or 0)
+    else:  # no precision stated: as many digits as the column's Spark type holds
+        limit, scale = None, int(held[1]) if held else 0
+    misfit = Default(null, f"has more digits than {t.oracle} holds")
+    if number and number.adjusted() >= (limit if limit is not None else 38):
+        return misfit if limit is not None else Default(null, f"does not convert to {t.oracle}")
+    number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP, Context(prec=100))
+    if limit is not None and number and number.adjusted() >= limit:
+        return misfit  # 999.5 in NUMBER(3) is 1000
+    return Default(F.lit(format(number, "f")).try_cast(t.spark), f"does not convert to {t.oracle}")
 
 
 def default_value(c: ColumnDef) -> Default | None:
@@ -144,7 +153,7 @@ def default_value(c: ColumnDef) -> Default | None:
     change's commit time for a clock (SYSDATE, SYSTIMESTAMP, CURRENT_DATE …). None (the
     value stays NULL) without a default, for DEFAULT NULL, and for what the apply cannot
     know (a sequence, SYS_GUID(), USER, an expression). A constant that does not convert
-    or does not fit the column (``_misfit``) gives a NULL value and the fault."""
+    or does not fit the column gives a NULL value and the fault."""
     if c.default is None or c.type.hex_binary or c.type.spark == "VARIANT":
         return None
     try:
@@ -169,12 +178,13 @@ def default_value(c: ColumnDef) -> Default | None:
             text = node.this.this
     if text is None or text == "":  # Oracle reads '' as NULL, whatever the type
         return None
-    if (fault := _misfit(c, str(text))) is not None:
-        return Default(F.lit(None).cast(c.type.spark), fault)
     if c.type.spark in INTEGRAL or c.type.spark.startswith("DECIMAL"):
-        # A number as Oracle reads it: an exponent (1e2), and rounded to the column's scale.
-        number = F.lit(str(text)).try_cast("DECIMAL(38,10)")
-        return Default((F.round(number, 0) if c.type.spark in INTEGRAL else number).try_cast(c.type.spark), converts)
+        return _number_default(c, str(text))
+    # A quoted text longer than a character column holds does not fit (ORA-12899). A number
+    # or a date stored in one is written as Oracle formats it, which this does not know.
+    quoted = isinstance(node, exp.National) or (isinstance(node, exp.Literal) and node.is_string)
+    if quoted and c.type.max_length is not None and len(text) > c.type.max_length:
+        return Default(F.lit(None).cast(c.type.spark), f"is longer than {c.type.max_length} characters ({c.type.oracle})")
     return Default(F.lit(str(text)).try_cast(c.type.spark), converts)
 
 

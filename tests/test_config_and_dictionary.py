@@ -112,7 +112,9 @@ def test_column_defaults_an_insert_takes(spark):
         "cents NUMBER(5,1) DEFAULT 1.25, en NUMBER(3) DEFAULT '', ed DATE DEFAULT '', "
         "nls DATE DEFAULT '01-JAN-2000', long_ VARCHAR2(3) DEFAULT 'abcd', big NUMBER(3) DEFAULT 1000, "
         "up NUMBER(3) DEFAULT 999.5, wide NUMBER(5,1) DEFAULT 10000, edge NUMBER(5,1) DEFAULT 9999.94, "
-        "small NUMBER(5,1) DEFAULT -9999.96, huge NUMBER(3) DEFAULT 1e100)")
+        "small NUMBER(5,1) DEFAULT -9999.96, huge NUMBER(3) DEFAULT 1e100, shown VARCHAR2(2) DEFAULT 0.5, "
+        "tiny NUMBER(2,5) DEFAULT 0.000123, over NUMBER(2,5) DEFAULT 0.5, "
+        "odd NUMBER(4) DEFAULT '1_000', anyn NUMBER DEFAULT 1e20)")
     values = {c.name: default_value(c) for c in t.columns}
     assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN", "EN", "ED"}
     row = spark.range(1).select(
@@ -122,14 +124,20 @@ def test_column_defaults_an_insert_takes(spark):
                    "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
                    "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv", "EX": 100, "HALF": 3,
                    "CENTS": Decimal("1.3"), "NLS": None, "LONG_": None, "BIG": None, "UP": None, "WIDE": None,
-                   "EDGE": Decimal("9999.9"), "SMALL": None, "HUGE": None}
+                   "EDGE": Decimal("9999.9"), "SMALL": None, "HUGE": None, "SHOWN": "0.5",
+                   "TINY": Decimal("0.00012"), "OVER": None, "ODD": None,
+                   "ANYN": Decimal("100000000000000000000")}
     # A default that does not fit its column (ORA-12899, ORA-01438) says so, as one that
     # does not convert does; rounding to the scale comes first (999.5 is 1000 in NUMBER(3)).
-    assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE")} == {
+    # A number is held to the precision and scale Oracle states (a scale above the precision
+    # leaves room after the point only); a number in a character column is not measured by
+    # the literal as written.
+    assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE", "OVER", "ODD")} == {
         "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 characters (VARCHAR2(3))",
         "BIG": "has more digits than NUMBER(3) holds", "UP": "has more digits than NUMBER(3) holds",
         "WIDE": "has more digits than NUMBER(5, 1) holds", "SMALL": "has more digits than NUMBER(5, 1) holds",
-        "HUGE": "has more digits than NUMBER(3) holds"}
+        "HUGE": "has more digits than NUMBER(3) holds", "OVER": "has more digits than NUMBER(2, 5) holds",
+        "ODD": "does not convert to NUMBER(4)"}
 
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
