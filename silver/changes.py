@@ -117,33 +117,32 @@ class Default(NamedTuple):
 
 #: A number as Oracle's NUMBER literals write it (a sign, digits, a point, an exponent).
 NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-#: A NUMBER type with its precision (and scale): the limits a value must fit.
-DECLARED_NUMBER = re.compile(r"(?:NUMBER|NUMERIC|DEC(?:IMAL)?)\s*\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)", re.I)
 
 
 def _number_default(c: ColumnDef, text: str) -> Default:
     """A number default for a NUMBER column, as Oracle stores it: the literal (an exponent
-    allowed) rounded half up to the column's scale (to tens, hundreds … for a negative
-    one). More digits before the point than NUMBER(p,s) holds once rounded (``p - s``)
-    does not fit (ORA-01438). Worked out on the driver: the default is one constant."""
+    allowed) rounded half up to the column's scale. More digits before the point than
+    NUMBER(p,s) holds once rounded (``p - s``) does not fit (ORA-01438); without a stated
+    precision, what a Spark DECIMAL holds (38 digits). Worked out on the driver: the
+    default is one constant."""
     t = c.type
-    null = F.lit(None).cast(t.spark)
+    null, converts = F.lit(None).cast(t.spark), f"does not convert to {t.oracle}"
     if not NUMBER_TEXT.fullmatch(text.strip()):
-        return Default(null, f"does not convert to {t.oracle}")
-    number = Decimal(text.strip())
-    declared = DECLARED_NUMBER.fullmatch(t.oracle.strip())
-    held = re.fullmatch(r"DECIMAL\(\d+,\s*(\d+)\)", t.spark)
+        return Default(null, converts)
+    declared = t.declared_number
     if declared:
-        limit, scale = int(declared[1]) - int(declared[2] or 0), int(declared[2] or 0)
-    else:  # no precision stated: as many digits as the column's Spark type holds
-        limit, scale = None, int(held[1]) if held else 0
-    misfit = Default(null, f"has more digits than {t.oracle} holds")
-    if number and number.adjusted() >= (limit if limit is not None else 38):
-        return misfit if limit is not None else Default(null, f"does not convert to {t.oracle}")
+        cap, scale = declared[0] - declared[1], declared[1]
+        too_large = Default(null, f"has more digits than {t.oracle} holds")
+    else:
+        held = re.fullmatch(r"DECIMAL\(\d+,\s*(\d+)\)", t.spark)
+        cap, scale, too_large = 38, int(held[1]) if held else 0, Default(null, converts)
+    number = Decimal(text.strip())
+    if number and number.adjusted() >= cap:  # checked before rounding too: 1e100 is not rounded
+        return too_large
     number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP, Context(prec=100))
-    if limit is not None and number and number.adjusted() >= limit:
-        return misfit  # 999.5 in NUMBER(3) is 1000
-    return Default(F.lit(format(number, "f")).try_cast(t.spark), f"does not convert to {t.oracle}")
+    if number and number.adjusted() >= cap:
+        return too_large  # 999.5 in NUMBER(3) is 1000
+    return Default(F.lit(format(number, "f")).try_cast(t.spark), converts)
 
 
 def default_value(c: ColumnDef) -> Default | None:

@@ -34,6 +34,8 @@ from lakestreams.errors import DdlError
 
 NUMBER_POLICY_TYPES = {"decimal": "DECIMAL(38,10)", "double": "DOUBLE", "string": "STRING"}
 CHARACTER_TYPES = {"VARCHAR", "NVARCHAR", "CHAR", "NCHAR", "TEXT", "VARCHAR2", "NVARCHAR2"}
+#: A NUMBER type with its precision (and scale), as ``ColumnType.oracle`` writes it.
+DECLARED_NUMBER = re.compile(r"(?:NUMBER|NUMERIC|DEC(?:IMAL)?)\s*\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)", re.I)
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,16 @@ class ColumnType:
     hex_binary: bool = False
 
     @property
+    def declared_number(self) -> tuple[int, int] | None:
+        """NUMBER(p[,s]) as Oracle states it: (p, s); None without a stated precision."""
+        m = DECLARED_NUMBER.match(self.oracle)
+        return (int(m[1]), int(m[2] or 0)) if m else None
+
+    @property
     def max_digits(self) -> int | None:
         """NUMBER(p) held in INT/BIGINT: Oracle holds at most p digits, the Spark type more."""
-        if self.spark not in ("INT", "BIGINT"):
-            return None
-        m = re.match(r"(?:NUMBER|NUMERIC|DEC(?:IMAL)?)\s*\(\s*(\d+)", self.oracle.upper())
-        return int(m.group(1)) if m else None
+        declared = self.declared_number if self.spark in ("INT", "BIGINT") else None
+        return declared[0] if declared else None
 
 
 def int_params(dt: exp.DataType) -> list[int | None]:
