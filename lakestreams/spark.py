@@ -23,6 +23,9 @@ log = logging.getLogger("lakestreams.spark")
 #: delta-spark 4.4.1 is pinned on PyPI, but its jars were never published to Maven
 #: Central (only 4.4.0 is there for Spark 4.1/4.2). 4.4.0 jars serve the 4.4.1 Python API.
 DEFAULT_DELTA_JAR_VERSION = "4.4.0"
+#: Compiled query classes the local session keeps (Spark's default is 100);
+#: ``LAKESTREAMS_CODEGEN_CACHE`` overrides it.
+DEFAULT_CODEGEN_CACHE = 5000
 LAYERS = ("bronze", "silver", "gold")
 
 
@@ -127,7 +130,8 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         # plan, typed by its columns): Spark's default cache of 100 compiled classes drops
         # them between runs. On a 27-target channel this cut a run by 13% (first run in a
         # JVM) and 7% (next run), measured one process each, back to back.
-        .config("spark.sql.codegen.cache.maxEntries", os.environ.get("LAKESTREAMS_CODEGEN_CACHE", "5000"))
+        .config("spark.sql.codegen.cache.maxEntries",
+                str(int(os.environ.get("LAKESTREAMS_CODEGEN_CACHE", DEFAULT_CODEGEN_CACHE))))
         .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
     )

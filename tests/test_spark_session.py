@@ -84,6 +84,8 @@ def test_on_databricks_the_runtime_session_is_taken_without_the_local_settings(t
 def test_the_local_session_keeps_compiled_query_classes_across_runs(spark):
     # Each target compiles plans of its own shape; Spark's default cache (100) would drop
     # them between runs of a channel of a few dozen targets.
-    want = os.environ.get("LAKESTREAMS_CODEGEN_CACHE", "5000")
-    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == want
-    assert int(want) > 100
+    from lakestreams.spark import DEFAULT_CODEGEN_CACHE
+
+    want = int(os.environ.get("LAKESTREAMS_CODEGEN_CACHE", DEFAULT_CODEGEN_CACHE))
+    assert int(spark.conf.get("spark.sql.codegen.cache.maxEntries")) == want
+    assert DEFAULT_CODEGEN_CACHE > 100
