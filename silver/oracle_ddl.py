@@ -170,6 +170,14 @@ class OracleDdlParser(OracleParser):
         return super()._parse_types(check_func=check_func, schema=schema, allow_identifiers=allow_identifiers,
                                     with_collation=with_collation)
 
+    def _parse_type_size(self) -> exp.DataTypeParam | None:
+        """A type's size parameter; a negative one too: ``NUMBER(5,-2)`` rounds to hundreds."""
+        if self._curr and self._curr.token_type == TokenType.DASH and self._next and \
+                self._next.token_type == TokenType.NUMBER:
+            self._advance(2)
+            return self.expression(exp.DataTypeParam(this=exp.Literal.number(f"-{self._prev.text}")))
+        return super()._parse_type_size()
+
     def _column_property(self) -> exp.Expr:
         """VISIBLE, INVISIBLE, or ENCRYPT [USING 'algorithm'] [IDENTIFIED BY password]
         ['integrity algorithm'] [[NO] SALT] in a column's definition: exactly its own

@@ -5,7 +5,8 @@
 | NUMBER(p) / NUMBER(p,0), p ≤ 9                | INT                         | more than p digits is an error          |
 | NUMBER(p) / NUMBER(p,0), 10 ≤ p ≤ 18          | BIGINT                      | more than p digits is an error          |
 | NUMBER(p) / NUMBER(p,0), p > 18               | DECIMAL(p,0)                |                                         |
-| NUMBER(p,s), s > 0                            | DECIMAL(p,s)                | s > p or s < 0: DECIMAL(38, max(s,0))   |
+| NUMBER(p,s), s < 0                            | as NUMBER(p-s): INT, BIGINT, DECIMAL | rounded to 10^-s; p-s digits   |
+| NUMBER(p,s), s > 0                            | DECIMAL(p,s)                | s > p: DECIMAL(38,s)                    |
 | NUMBER, NUMBER(*), NUMERIC, DECIMAL, DEC      | policy `number_without_precision`: `decimal` → DECIMAL(38,10) (default), `double` → DOUBLE, `string` → STRING |
 | INTEGER, INT, SMALLINT                        | DECIMAL(38,0)               | Oracle's NUMBER(38)                      |
 | FLOAT, FLOAT(n), BINARY_FLOAT, BINARY_DOUBLE, REAL | DOUBLE              |                                         |
@@ -56,9 +57,10 @@ class ColumnType:
 
     @property
     def max_digits(self) -> int | None:
-        """NUMBER(p) held in INT/BIGINT: Oracle holds at most p digits, the Spark type more."""
+        """NUMBER(p) held in INT/BIGINT: Oracle holds at most p digits (p-s for a negative
+        scale s), the Spark type more."""
         declared = self.declared_number if self.spark in ("INT", "BIGINT") else None
-        return declared[0] if declared else None
+        return declared[0] - min(declared[1], 0) if declared else None
 
 
 def int_params(dt: exp.DataType) -> list[int | None]:
@@ -109,14 +111,16 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
             return ColumnType(oracle, NUMBER_POLICY_TYPES[number_policy])
         p = args[0]
         s = args[1] if len(args) > 1 and args[1] is not None else 0
+        if s < 0:  # whole numbers of p significant digits, rounded to 10^-s: p-s digits
+            p, s = p - s, 0
         if s == 0:
             if p <= 9:
                 return ColumnType(oracle, "INT")
             if p <= 18:
                 return ColumnType(oracle, "BIGINT")
             return ColumnType(oracle, f"DECIMAL({min(p, 38)},0)")
-        if s < 0 or s > p:
-            return ColumnType(oracle, f"DECIMAL(38,{max(s, 0)})")
+        if s > p:
+            return ColumnType(oracle, f"DECIMAL(38,{s})")
         return ColumnType(oracle, f"DECIMAL({p},{s})")
     if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE"):
         return ColumnType(oracle, "DOUBLE")

@@ -114,7 +114,8 @@ def test_column_defaults_an_insert_takes(spark):
         "up NUMBER(3) DEFAULT 999.5, wide NUMBER(5,1) DEFAULT 10000, edge NUMBER(5,1) DEFAULT 9999.94, "
         "small NUMBER(5,1) DEFAULT -9999.96, huge NUMBER(3) DEFAULT 1e100, shown VARCHAR2(2) DEFAULT 0.5, "
         "tiny NUMBER(2,5) DEFAULT 0.000123, over NUMBER(2,5) DEFAULT 0.5, "
-        "odd NUMBER(4) DEFAULT '1_000', anyn NUMBER DEFAULT 1e20)")
+        "odd NUMBER(4) DEFAULT '1_000', anyn NUMBER DEFAULT 1e20, hund NUMBER(5,-2) DEFAULT 1250, "
+        "hover NUMBER(2,-2) DEFAULT 10000)")
     values = {c.name: default_value(c) for c in t.columns}
     assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN", "EN", "ED"}
     row = spark.range(1).select(
@@ -126,18 +127,19 @@ def test_column_defaults_an_insert_takes(spark):
                    "CENTS": Decimal("1.3"), "NLS": None, "LONG_": None, "BIG": None, "UP": None, "WIDE": None,
                    "EDGE": Decimal("9999.9"), "SMALL": None, "HUGE": None, "SHOWN": "0.5",
                    "TINY": Decimal("0.00012"), "OVER": None, "ODD": None,
-                   "ANYN": Decimal("100000000000000000000")}
+                   "ANYN": Decimal("100000000000000000000"), "HUND": 1300, "HOVER": None}
     # A default that does not fit its column (ORA-12899, ORA-01438) says so, as one that
     # does not convert does; rounding to the scale comes first (999.5 is 1000 in NUMBER(3)).
     # A number is held to the precision and scale Oracle states (a scale above the precision
     # leaves room after the point only); a number in a character column is not measured by
     # the literal as written.
-    assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE", "OVER", "ODD")} == {
+    assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE", "OVER", "ODD",
+                                        "HOVER")} == {
         "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 characters (VARCHAR2(3))",
         "BIG": "has more digits than NUMBER(3) holds", "UP": "has more digits than NUMBER(3) holds",
         "WIDE": "has more digits than NUMBER(5, 1) holds", "SMALL": "has more digits than NUMBER(5, 1) holds",
         "HUGE": "has more digits than NUMBER(3) holds", "OVER": "has more digits than NUMBER(2, 5) holds",
-        "ODD": "does not convert to NUMBER(4)"}
+        "ODD": "does not convert to NUMBER(4)", "HOVER": "has more digits than NUMBER(2, -2) holds"}
 
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):

@@ -327,6 +327,18 @@ def test_column_properties_and_long_are_read_for_what_they_are():
         AddColumn(ColumnSpec("IMG2", t.columns[1].type, None, None)))
 
 
+def test_a_negative_scale_is_a_whole_number_of_more_digits():
+    # NUMBER(p,-s) keeps p significant digits rounded to 10^s: whole numbers of p+s digits.
+    t = parse_create_table("CREATE TABLE hr.t (a NUMBER(5,-2), b NUMBER(12, -4), c NUMBER(20,-3), d NUMBER(*,-2))")
+    assert [(c.type.oracle, c.type.spark, c.type.max_digits) for c in t.columns] == [
+        ("NUMBER(5, -2)", "INT", 7), ("NUMBER(12, -4)", "BIGINT", 16), ("NUMBER(20, -3)", "DECIMAL(23,0)", None),
+        ("NUMBER(*, -2)", "DECIMAL(38,0)", None)]
+    assert parse_ddl("ALTER TABLE hr.t MODIFY (a NUMBER(9,-2))").actions == (
+        ModifyColumn(ColumnSpec("A", ColumnType("NUMBER(9, -2)", "BIGINT"), None, None)),)
+    with pytest.raises(DdlError, match="parse"):
+        parse_ddl("ALTER TABLE hr.t ADD (e NUMBER(5,-))")
+
+
 def test_virtual_columns_are_nullable_columns_that_no_key_is_chosen_from():
     # As DBMS_METADATA prints them, and AS (…) after a property: Oracle stores no value, so
     # no record carries one; the column takes NULL, and a key on it is not the table's key.
