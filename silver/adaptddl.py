@@ -35,6 +35,7 @@ from silver.ddl import (
     RenameTable,
 )
 from silver.dictionary import LOB_TYPES, TableDef
+from silver.oracle_ddl import OracleDdl
 from silver.types import ColumnType, int_params
 
 ON_DROP_TABLE = ("KEEP", "DROP_FROM_CHANNEL_ONLY", "DROP_FROM_CHANNEL_AND_TARGET")
@@ -135,25 +136,29 @@ def table_to_add(actions: tuple[AdaptDdl, ...], owner: str, table: str, current_
     return None
 
 
-def _shape(t: ColumnType) -> tuple[str, tuple[int | None, ...]]:
+def _shape(t: ColumnType) -> tuple[str, tuple[int | str | None, ...]]:
     """An Oracle type's family and its size parameters (None: unbounded).
 
+    A character type's parameters are its length and what it counts (CHAR or BYTE).
+
     >>> from silver.types import ColumnType as C
-    >>> [_shape(C(o, "")) for o in ("RAW(16)", "UROWID", "NUMBER(*,2)", "INTEGER", "NUMBER")]
-    [('RAW', (16,)), ('UROWID', ()), ('NUMBER', (38, 2)), ('NUMBER', (38, 0)), ('NUMBER', (None, None))]
+    >>> [_shape(C(o, "")) for o in ("RAW(16)", "UROWID", "NUMBER(*,2)", "INTEGER", "NUMBER", "NUMBER(5, -2)")]
+    [('RAW', (16,)), ('UROWID', ()), ('NUMBER', (38, 2)), ('NUMBER', (38, 0)), ('NUMBER', (None, None)), ('NUMBER', (5, -2))]
+    >>> [_shape(C(o, "STRING", 9)) for o in ("VARCHAR2(9)", "VARCHAR2(9 CHAR)", "NVARCHAR2(9)")]
+    [('CHARACTER', (9, 'BYTE')), ('CHARACTER', (9, 'CHAR')), ('CHARACTER', (9, 'CHAR'))]
     """
     upper = t.oracle.upper()
     raw = re.fullmatch(r"RAW\s*\(\s*(\d+)\s*\)", upper)
     if raw:  # sqlglot's Oracle dialect does not build RAW(n)
         return "RAW", (int(raw.group(1)),)
     try:
-        dt = exp.DataType.build(t.oracle, dialect="oracle")
+        dt = exp.DataType.build(t.oracle, dialect=OracleDdl)
     except sqlglot.errors.ParseError:  # ROWID, UROWID, XMLTYPE …: compared by their text
         return upper, ()
     params = int_params(dt)
     T = exp.DataType.Type
     if dt.this in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
-        return "CHARACTER", (params[0] if params else 1,)
+        return "CHARACTER", (params[0] if params else 1, "CHAR" if t.length_unit == "characters" else "BYTE")
     if dt.this in (T.INT, T.SMALLINT) and not params:  # Oracle's INTEGER, INT, SMALLINT: NUMBER(38)
         return "NUMBER", (38, 0)
     if dt.this in (T.DECIMAL, T.BIGDECIMAL) or upper.startswith("NUMBER"):
@@ -179,6 +184,12 @@ def type_change(old: ColumnType, new: ColumnType) -> str:
     'CHANGE'
     >>> [type_change(C("NUMBER(5)", "INT"), C("INTEGER", "DECIMAL(38,0)")), type_change(C("INTEGER", "DECIMAL(38,0)"), C("NUMBER(5)", "INT"))]
     ['WIDEN', 'NARROW']
+
+    A value of n characters takes up to 4 bytes each (AL32UTF8); one of n bytes has at most n characters:
+
+    >>> [type_change(C(a, "STRING", 1), C(b, "STRING", 1)) for a, b in (("VARCHAR2(20)", "VARCHAR2(20 CHAR)"),
+    ...  ("VARCHAR2(20 CHAR)", "VARCHAR2(40)"), ("VARCHAR2(20 CHAR)", "VARCHAR2(80 BYTE)"), ("VARCHAR2(20 CHAR)", "NVARCHAR2(20)"))]
+    ['WIDEN', 'NARROW', 'WIDEN', 'WIDEN']
     """
     if old.oracle.upper().replace(" ", "") == new.oracle.upper().replace(" ", ""):
         return "SAME"
@@ -192,6 +203,9 @@ def type_change(old: ColumnType, new: ColumnType) -> str:
             return "NARROW"
         (p1, s1), (p2, s2) = po, pn
         return "WIDEN" if (p2 - s2 >= p1 - s1 and s2 >= s1) else "NARROW"
+    if fo == "CHARACTER":
+        (a, old_unit), (b, new_unit) = po, pn
+        return "WIDEN" if b >= a * (4 if (old_unit, new_unit) == ("CHAR", "BYTE") else 1) else "NARROW"
     if po and pn:
         a, b = po[0], pn[0]
         if b is None or (a is not None and b >= a):

@@ -87,10 +87,11 @@ def _column_errors(image: str, label: str, c: ColumnDef) -> list[Column]:
             )
         )
     if t.max_length:
+        measured = F.length(typed) if t.length_unit == "characters" else F.octet_length(typed)
         errs.append(
             F.when(
-                F.length(typed) > F.lit(t.max_length),
-                F.lit(f"{label} value of {c.name} is longer than {t.max_length} characters ({t.oracle})"),
+                measured > F.lit(t.max_length),
+                F.lit(f"{label} value of {c.name} is longer than {t.max_length} {t.length_unit} ({t.oracle})"),
             )
         )
     return errs
@@ -182,8 +183,9 @@ def default_value(c: ColumnDef) -> Default | None:
     # A quoted text longer than a character column holds does not fit (ORA-12899). A number
     # or a date stored in one is written as Oracle formats it, which this does not know.
     quoted = isinstance(node, exp.National) or (isinstance(node, exp.Literal) and node.is_string)
-    if quoted and c.type.max_length is not None and len(text) > c.type.max_length:
-        return Default(F.lit(None).cast(c.type.spark), f"is longer than {c.type.max_length} characters ({c.type.oracle})")
+    if quoted and c.type.max_length is not None and c.type.length(text) > c.type.max_length:
+        return Default(F.lit(None).cast(c.type.spark),
+                       f"is longer than {c.type.max_length} {c.type.length_unit} ({c.type.oracle})")
     return Default(F.lit(str(text)).try_cast(c.type.spark), converts)
 
 

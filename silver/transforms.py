@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -33,7 +32,8 @@ from lakestreams.config import IDENTIFIER, TRANSFORM_KINDS, VALUE_TYPES, Transfo
 from lakestreams.errors import ConfigError, RuleError
 from silver.condition import is_row_lcr, parse_value
 from silver.dictionary import ColumnDef, TableDef
-from silver.types import map_oracle_type
+from silver.oracle_ddl import OracleDdl
+from silver.types import ColumnType, map_oracle_type
 
 Custom = Callable[[DataFrame], DataFrame] | Mapping[str, Column]
 _REGISTRY: dict[str, Custom] = {}
@@ -72,18 +72,18 @@ def import_modules(modules: Sequence[str]) -> None:
 
 def _oracle_type(t: TransformSpec, number_policy: str = "decimal"):
     try:
-        dt = sqlglot.exp.DataType.build(t.column_type, dialect="oracle")
+        dt = sqlglot.exp.DataType.build(t.column_type, dialect=OracleDdl)
     except (sqlglot.errors.ParseError, ValueError) as e:
         raise ConfigError(f"add_column {t.column}: {t.column_type!r} is not an Oracle type: {e}") from e
     return map_oracle_type(dt, number_policy)
 
 
-def _check_value(t: TransformSpec, spark_type: str, max_length: int | None, oracle: str) -> None:
+def _check_value(t: TransformSpec, ctype: ColumnType) -> None:
     """An add_column value must fit its column, so no batch can fail (or NULL it) later."""
-    v, st = t.value, spark_type.upper()
-    precision = re.fullmatch(r"NUMBER\((\d+)(?:,\s*(\d+))?\)", oracle.upper().replace(" ", ""))
-    if precision:  # NUMBER(p[,s]) also bounds the digits before the point
-        st = f"DECIMAL({precision.group(1)},{precision.group(2) or 0})"
+    v, st, spark_type = t.value, ctype.spark.upper(), ctype.spark
+    declared = ctype.declared_number
+    if declared:  # NUMBER(p[,s]) also bounds the digits before the point (p-s, a negative scale too)
+        st = f"DECIMAL({declared[0] - min(declared[1], 0)},{max(declared[1], 0)})"
     where = f"add_column {t.column} ({t.column_type}): value {v!r}"
     if v is None:
         return
@@ -107,8 +107,8 @@ def _check_value(t: TransformSpec, spark_type: str, max_length: int | None, orac
     elif st == "STRING":
         if not isinstance(v, str):
             raise ConfigError(f"{where} is not a string")
-        if max_length is not None and len(v) > max_length:
-            raise ConfigError(f"{where} is longer than {max_length} characters")
+        if ctype.max_length is not None and ctype.length(v) > ctype.max_length:
+            raise ConfigError(f"{where} is longer than {ctype.max_length} {ctype.length_unit}")
     elif st.startswith("TIMESTAMP"):
         try:
             datetime.fromisoformat(str(v))
@@ -133,7 +133,7 @@ def check(t: TransformSpec, number_policy: str = "decimal") -> None:
         if t.expression is not None:
             parse_value(t.expression)
         else:
-            _check_value(t, ctype.spark, ctype.max_length, ctype.oracle)
+            _check_value(t, ctype)
     elif t.kind == "custom" and t.function.upper() not in _REGISTRY:
         raise ConfigError(
             f"custom transformation {t.function!r} is not registered "

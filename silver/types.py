@@ -10,7 +10,7 @@
 | NUMBER, NUMBER(*), NUMERIC, DECIMAL, DEC      | policy `number_without_precision`: `decimal` → DECIMAL(38,10) (default), `double` → DOUBLE, `string` → STRING |
 | INTEGER, INT, SMALLINT                        | DECIMAL(38,0)               | Oracle's NUMBER(38)                      |
 | FLOAT, FLOAT(n), BINARY_FLOAT, BINARY_DOUBLE, REAL | DOUBLE              |                                         |
-| VARCHAR2(n), NVARCHAR2(n), VARCHAR(n), CHAR(n), NCHAR(n) | STRING           | longer than n characters is an error; '' is NULL |
+| VARCHAR2(n), NVARCHAR2(n), VARCHAR(n), CHAR(n), NCHAR(n) | STRING           | longer than n is an error; '' is NULL    |
 | CLOB, NCLOB, LONG                             | STRING                      | '' is NULL                               |
 | DATE                                          | TIMESTAMP_NTZ               | an Oracle DATE carries a time of day    |
 | TIMESTAMP(n)                                  | TIMESTAMP_NTZ               |                                         |
@@ -19,6 +19,8 @@
 | ROWID, UROWID, INTERVAL …, XMLTYPE            | STRING                      |                                         |
 | JSON                                          | VARIANT                     |                                         |
 
+A character column's length counts bytes of UTF-8 (Oracle's default BYTE semantics, an
+AL32UTF8 database), or characters for ``VARCHAR2(n CHAR)``, ``NCHAR`` and ``NVARCHAR2``.
 A value that does not fit its column is an error (never a silent NULL): the
 conversion uses ``try_variant_get`` and reports where the input was not NULL but the
 result is, independent of ``spark.sql.ansi.enabled`` (which dbt switches off).
@@ -54,6 +56,21 @@ class ColumnType:
         """NUMBER(p[,s]) as Oracle states it: (p, s); None without a stated precision."""
         m = DECLARED_NUMBER.match(self.oracle)
         return (int(m[1]), int(m[2] or 0)) if m else None
+
+    @property
+    def length_unit(self) -> str:
+        """What a character column's length counts: "characters" for NCHAR, NVARCHAR2 and
+        ``(n CHAR)``; else "bytes" (Oracle's default semantics; UTF-8, as AL32UTF8 stores it).
+
+        >>> [ColumnType(o, "STRING", 9).length_unit for o in ("VARCHAR2(9)", "VARCHAR2(9 CHAR)", "NCHAR(9)", "CHAR(9)")]
+        ['bytes', 'characters', 'characters', 'bytes']
+        """
+        o = self.oracle.upper().replace(" ", "")
+        return "characters" if o.startswith("N") or o.endswith("CHAR)") else "bytes"
+
+    def length(self, text: str) -> int:
+        """``text``'s length as the column counts it (``length_unit``)."""
+        return len(text) if self.length_unit == "characters" else len(text.encode("utf-8"))
 
     @property
     def max_digits(self) -> int | None:

@@ -115,7 +115,11 @@ TRANSACTIONS: list[tuple[str, str, list[dict], str]] = [
         "INSERT", "CORPUS", new={"ID": 5, "BORN": "2024-13-45"}).commit(), "new value of BORN does not convert to DATE"),
     ("enormous value", "e.enormous", Txn("e.enormous", 306).row(
         "INSERT", "CORPUS", new={"ID": 6, "NAME": "x" * 200_000}).commit(),
-     "new value of NAME is longer than 25 characters"),
+     "new value of NAME is longer than 25 bytes (VARCHAR2(25))"),
+    # 13 characters, 26 bytes of UTF-8: VARCHAR2(25) counts bytes (Oracle's default semantics).
+    ("multi-byte value", "e.multibyte", Txn("e.multibyte", 316).row(
+        "INSERT", "CORPUS", new={"ID": 8, "NAME": "é" * 13}).commit(),
+     "new value of NAME is longer than 25 bytes (VARCHAR2(25))"),
     ("object in a NUMBER", "e.object_value", Txn("e.object_value", 307).row(
         "INSERT", "CORPUS", new={"ID": 7, "AMOUNT": {"v": 1}}).commit(), "new value of AMOUNT does not convert"),
     ("column the table lacks", "e.unknown_column", Txn("e.unknown_column", 308).row(

@@ -137,7 +137,7 @@ def test_instantiation_scn_and_atomic_error_queue(spark, tmp_path):
     assert set(errors) == {"t5", "t6", "t7"}
     assert "COUNTRIES is not in the source dictionary" in errors["t5"]["error"]
     assert errors["t5"]["record_count"] == 3 and errors["t5"]["commit_scn"] == 400
-    assert "NOTE is longer than 10 characters" in errors["t6"]["error"]
+    assert "NOTE is longer than 10 bytes" in errors["t6"]["error"]
     assert "REGION_ID does not convert to NUMBER(4)" in errors["t7"]["error"]
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems

@@ -135,7 +135,7 @@ def test_column_defaults_an_insert_takes(spark):
     # the literal as written.
     assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE", "OVER", "ODD",
                                         "HOVER")} == {
-        "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 characters (VARCHAR2(3))",
+        "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 bytes (VARCHAR2(3))",
         "BIG": "has more digits than NUMBER(3) holds", "UP": "has more digits than NUMBER(3) holds",
         "WIDE": "has more digits than NUMBER(5, 1) holds", "SMALL": "has more digits than NUMBER(5, 1) holds",
         "HUGE": "has more digits than NUMBER(3) holds", "OVER": "has more digits than NUMBER(2, 5) holds",

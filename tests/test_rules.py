@@ -258,6 +258,8 @@ def test_clients_with_one_name_would_share_their_default_sets():
         (dict(kind="rename_table", to_owner="HR", to_table="X", step_number="1"), "step_number"),
         (dict(kind="add_column", column="C", column_type="NUMBER(2)", value=123), "digits before the point"),
         (dict(kind="add_column", column="C", column_type="VARCHAR2(2)", value="abc"), "longer than 2"),
+        (dict(kind="add_column", column="C", column_type="VARCHAR2(4)", value="éèà"), "longer than 4 bytes"),
+        (dict(kind="add_column", column="C", column_type="NUMBER(3,-2)", value=123456), "more than 5 digits before"),
         (dict(kind="add_column", column="C", column_type="NUMBER(2)", expression="SYSDATE"), "SYSDATE"),
         (dict(kind="add_column", column="C", column_type="NOT A TYPE(", value=1), "Oracle type"),
     ],
@@ -267,6 +269,16 @@ def test_refused_transformations(transformation, message):
 
     t = TransformSpec("LOCATIONS1", owner="HR", table="LOCATIONS", **transformation)
     with pytest.raises((ConfigError, RuleError), match=message):
+        build_clients([ClientSpec("apply", "a", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),), transformations=(t,))])
+
+
+def test_add_column_values_fit_by_the_columns_own_measure():
+    """A CHAR-semantics column counts characters, a NUMBER with a negative scale holds p-s digits."""
+    from lakestreams.config import TransformSpec
+
+    for column_type, value in (("VARCHAR2(3 CHAR)", "éèà"), ("NVARCHAR2(3)", "éèà"), ("NUMBER(3,-2)", 12300)):
+        t = TransformSpec("LOCATIONS1", owner="HR", table="LOCATIONS", kind="add_column", column="C",
+                          column_type=column_type, value=value)
         build_clients([ClientSpec("apply", "a", rules=(RuleSpec("TABLE", "HR", "LOCATIONS"),), transformations=(t,))])
 
 
