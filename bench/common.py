@@ -41,6 +41,20 @@ def timed_stages(spark, channel: Channel) -> dict[str, float]:
     return stages
 
 
+def last_job_id(spark, tag: str) -> int:
+    """The id of a job run now (Spark numbers jobs in order): jobs between two marks."""
+    sc = spark.sparkContext
+    sc.setJobGroup(tag, tag)
+    spark.range(1).count()
+    sc.setJobGroup("", "")
+    return max(sc.statusTracker().getJobIdsForGroup(tag))
+
+
+def commits(folder: Path) -> int:
+    """Delta commits under ``folder`` (the session's warehouse holds every channel's tables)."""
+    return sum(1 for p in folder.rglob("_delta_log/*.json"))
+
+
 def gold_rows(spark, channel: Channel, tables: int) -> dict[str, int]:
     """Rows per generated table (``T01`` …) in gold, to compare with the generator."""
     gold = channel.storage.schema_name("gold")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import bench_channel, generator_args, gold_rows  # noqa: E402
+from common import bench_channel, commits, generator_args, gold_rows, last_job_id  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
@@ -37,13 +37,20 @@ from lakestreams.timing import TOTALS  # noqa: E402
 
 #: The slowest steps of each timed run (seconds; threads overlap, so they may add up to more).
 STEPS: dict[str, dict[str, float]] = {}
+#: Spark jobs and Delta commits of each timed run: what a run costs whatever its rows.
+WORK: dict[str, dict[str, int]] = {}
 
 
 def timed_run(spark, channel, label: str) -> tuple[float, int]:
     before = dict(TOTALS)
+    # The session's warehouse holds the channel's tables (and the other channel's, idle now).
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    jobs, commits_before = last_job_id(spark, f"{label}.a"), commits(warehouse)
     start = time.perf_counter()
     result = run_pipeline(spark, channel)
     elapsed = round(time.perf_counter() - start, 1)
+    WORK[label] = {"spark_jobs": last_job_id(spark, f"{label}.b") - jobs - 1,
+                   "delta_commits": commits(warehouse) - commits_before}
     spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
     STEPS[label] = {k: round(v, 1) for k, v in spent[:10] if v >= 0.05}
     return elapsed, result.retried
@@ -106,7 +113,7 @@ def main() -> None:
     }
     if args.late <= 0:  # --late 0: the in-order channel only
         correct = gold_rows(spark, a, args.tables) == counts["final_rows"] and queue(a) == 0
-        print(json.dumps({**figures, "gold_rows_match_generator_and_queues_empty": correct, "slowest_steps_s": STEPS},
+        print(json.dumps({**figures, "gold_rows_match_generator_and_queues_empty": correct, "work": WORK, "slowest_steps_s": STEPS},
                          indent=2))
         sys.exit(0 if correct else 1)
     # Late: a middle file's first transactions land with the last file.
@@ -134,6 +141,7 @@ def main() -> None:
         "retried_transactions": retried,
         "late_vs_in_order": round(late_s / incr_s, 2),
         "gold_rows_match_generator_and_queues_empty": correct,
+        "work": WORK,
         "slowest_steps_s": STEPS,
     }, indent=2))
     if not correct:

@@ -27,26 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import bench_channel, gold_rows  # noqa: E402
+from common import bench_channel, commits, gold_rows, last_job_id  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
 from lakestreams.spark import build_session, extra_spark_conf  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
-
-
-def last_job_id(spark, tag: str) -> int:
-    """The id of a job run now (Spark numbers jobs in order): jobs between two marks."""
-    sc = spark.sparkContext
-    sc.setJobGroup(tag, tag)
-    spark.range(1).count()
-    sc.setJobGroup("", "")
-    return max(sc.statusTracker().getJobIdsForGroup(tag))
-
-
-def commits(folder: Path) -> int:
-    """Delta commits under ``folder`` (the session's warehouse holds every channel's tables)."""
-    return sum(1 for p in folder.rglob("_delta_log/*.json"))
 
 
 def measured(spark, fn, tag: str, folder: Path) -> dict:
