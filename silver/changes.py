@@ -132,7 +132,7 @@ def _number_default(c: ColumnDef, text: str) -> Default:
         return Default(null, converts)
     declared = t.declared_number
     if declared:
-        cap, scale = declared[0] - declared[1], declared[1]
+        cap, scale = t.integer_digits, declared[1]
         too_large = Default(null, f"has more digits than {t.oracle} holds")
     else:
         held = re.fullmatch(r"DECIMAL\(\d+,\s*(\d+)\)", t.spark)

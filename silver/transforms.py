@@ -83,7 +83,8 @@ def _check_value(t: TransformSpec, ctype: ColumnType) -> None:
     v, st, spark_type = t.value, ctype.spark.upper(), ctype.spark
     declared = ctype.declared_number
     if declared:  # NUMBER(p[,s]) also bounds the digits before the point (p-s, a negative scale too)
-        st = f"DECIMAL({declared[0] - min(declared[1], 0)},{max(declared[1], 0)})"
+        after = max(declared[1], 0)
+        st = f"DECIMAL({ctype.integer_digits + after},{after})"
     where = f"add_column {t.column} ({t.column_type}): value {v!r}"
     if v is None:
         return

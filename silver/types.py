@@ -73,11 +73,16 @@ class ColumnType:
         return len(text) if self.length_unit == "characters" else len(text.encode("utf-8"))
 
     @property
+    def integer_digits(self) -> int | None:
+        """Digits before the point a NUMBER(p[,s]) holds: p-s (a negative scale adds digits,
+        a scale above the precision leaves none); None without a stated precision."""
+        declared = self.declared_number
+        return declared[0] - declared[1] if declared else None
+
+    @property
     def max_digits(self) -> int | None:
-        """NUMBER(p) held in INT/BIGINT: Oracle holds at most p digits (p-s for a negative
-        scale s), the Spark type more."""
-        declared = self.declared_number if self.spark in ("INT", "BIGINT") else None
-        return declared[0] - min(declared[1], 0) if declared else None
+        """NUMBER(p[,s]) held in INT/BIGINT (s ≤ 0): Oracle holds at most p-s digits, the Spark type more."""
+        return self.integer_digits if self.spark in ("INT", "BIGINT") else None
 
 
 def int_params(dt: exp.DataType) -> list[int | None]:
