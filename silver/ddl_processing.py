@@ -53,10 +53,17 @@ class Processed:
     discard: str | None = None
 
 
+def _column_extras(columns) -> tuple:
+    """What the dictionary's column equality leaves out (a changed default or virtual flag
+    is no change of a table's layout) but a CREATE still does: each column's default and
+    whether it is virtual. (An ALTER's column specs compare them already.)"""
+    return tuple((c.name, c.default, c.virtual) for c in columns)
+
+
 def _change(stmt: DdlStatement) -> tuple:
     """What a statement does to a table's structure: its names and physical clauses
-    (tablespace, storage) left out."""
-    table = stmt.table and (stmt.table.columns, stmt.table.constraints)
+    (tablespace, storage) left out; defaults and virtual columns in."""
+    table = stmt.table and (stmt.table.columns, stmt.table.constraints, _column_extras(stmt.table.columns))
     actions = tuple(a for a in stmt.actions if not isinstance(a, (RenameTable, Physical)))
     if stmt.kind in ("CREATE UNIQUE INDEX", "ALTER INDEX"):  # index names follow MAPDERIVED: not the key
         actions = tuple(replace(a, name=None) for a in actions)

@@ -100,6 +100,20 @@ def test_ddlsubst_that_changes_the_statement_is_an_error_for_ddlerror():
         process_ddl(reading, text, None, "HR", parse_params("DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)'"))
 
 
+@pytest.mark.parametrize("subst", [
+    "DDLSUBST 'GENERATED ALWAYS AS (id*2) VIRTUAL' WITH ''",  # the virtual column made stored
+    "DDLSUBST 'DEFAULT 0' WITH 'DEFAULT 1'",  # another default
+])
+def test_ddlsubst_that_changes_a_created_column_s_default_or_virtual_flag_is_an_error(subst):
+    """Column equality in the dictionary leaves defaults and virtual flags out (they change
+    no layout), but a substitution that changes them changes what the CREATE does."""
+    text = "CREATE TABLE hr.k (id NUMBER(4) PRIMARY KEY, n NUMBER DEFAULT 0, twice NUMBER GENERATED ALWAYS AS (id*2) VIRTUAL)"
+    reading = read_ddl({}, text, 100, "HR", (AdaptDdl(),))
+    assert process_ddl(reading, text, None, "HR", parse_params("DDLERROR DEFAULT DISCARD")).outcome == "APPLIED"
+    done = process_ddl(reading, text, None, "HR", parse_params(f"{subst}\nDDLERROR DEFAULT DISCARD"))
+    assert done.outcome == "DISCARDED" and "DDLSUBST changed what the statement does" in done.discard
+
+
 def test_the_mapped_statement_is_read_again_with_the_channel_s_number_policy():
     """A NUMBER without precision reads as the channel says (here DOUBLE) in the record and
     in the MAP's rewrite alike: the target does what the source did."""
