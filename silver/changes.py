@@ -146,6 +146,22 @@ def _number_default(c: ColumnDef, text: str) -> Default:
     return Default(F.lit(format(number, "f")).try_cast(t.spark), converts)
 
 
+def oracle_number_text(text: str) -> str | None:
+    """A number literal as Oracle's implicit conversion to text writes it (format TM9): no
+    trailing zeros, no zero before the point, no exponent; None where that takes more than
+    64 characters (Oracle then writes scientific notation).
+
+    >>> [oracle_number_text(t) for t in ("0.5", "-0.50", "1.50", "1e2", "0.0", "12", "1e-3")]
+    ['.5', '-.5', '1.5', '100', '0', '12', '.001']
+    """
+    number = Decimal(text).normalize(Context(prec=100))
+    if not number:
+        return "0"
+    fixed = format(number, "f")
+    fixed = fixed.replace("0.", ".", 1) if fixed.lstrip("-").startswith("0.") else fixed
+    return fixed if len(fixed) <= 64 else None
+
+
 def default_value(c: ColumnDef) -> Default | None:
     """What an INSERT that does not carry column ``c`` takes (Oracle's apply gives an extra
     target column its default on insert): the column's DEFAULT when it is a constant (a
@@ -180,12 +196,21 @@ def default_value(c: ColumnDef) -> Default | None:
         return None
     if c.type.spark in INTEGRAL or c.type.spark.startswith("DECIMAL"):
         return _number_default(c, str(text))
-    # A quoted text longer than a character column holds does not fit (ORA-12899). A number
-    # or a date stored in one is written as Oracle formats it, which this does not know.
     quoted = isinstance(node, exp.National) or (isinstance(node, exp.Literal) and node.is_string)
-    if quoted and c.type.max_length is not None and c.type.length(text) > c.type.max_length:
+    number = not quoted and isinstance(node, (exp.Literal, exp.Neg))
+    if number and c.type.empty_is_null:
+        # A number in a character column is stored as Oracle converts it to text.
+        text = oracle_number_text(str(text))
+        if text is None:
+            return Default(F.lit(None).cast(c.type.spark), "is a number Oracle writes in scientific notation "
+                                                             "(over 64 characters), which the apply does not reproduce")
+    # A text longer than a character column holds does not fit (ORA-12899). A date stored
+    # in one is written as the session's NLS_DATE_FORMAT says, which the apply cannot know.
+    if (quoted or number) and c.type.max_length is not None and c.type.length(text) > c.type.max_length:
         return Default(F.lit(None).cast(c.type.spark),
                        f"is longer than {c.type.max_length} {c.type.length_unit} ({c.type.oracle})")
+    if quoted or number:  # CHAR(n) stores the text blank-padded to its length
+        text = c.type.padded(str(text))
     return Default(F.lit(str(text)).try_cast(c.type.spark), converts)
 
 

@@ -10,7 +10,7 @@
 | NUMBER, NUMBER(*), NUMERIC, DECIMAL, DEC      | policy `number_without_precision`: `decimal` → DECIMAL(38,10) (default), `double` → DOUBLE, `string` → STRING |
 | INTEGER, INT, SMALLINT                        | DECIMAL(38,0)               | Oracle's NUMBER(38)                      |
 | FLOAT, FLOAT(n), BINARY_FLOAT, BINARY_DOUBLE, REAL | DOUBLE              |                                         |
-| VARCHAR2(n), NVARCHAR2(n), VARCHAR(n), CHAR(n), NCHAR(n) | STRING           | longer than n is an error; '' is NULL    |
+| VARCHAR2(n), NVARCHAR2(n), VARCHAR(n), CHAR(n), NCHAR(n) | STRING           | longer than n is an error; '' is NULL; CHAR without n is CHAR(1) |
 | CLOB, NCLOB, LONG                             | STRING                      | '' is NULL                               |
 | DATE                                          | TIMESTAMP_NTZ               | an Oracle DATE carries a time of day    |
 | TIMESTAMP(n)                                  | TIMESTAMP_NTZ               |                                         |
@@ -71,6 +71,19 @@ class ColumnType:
     def length(self, text: str) -> int:
         """``text``'s length as the column counts it (``length_unit``)."""
         return len(text) if self.length_unit == "characters" else len(text.encode("utf-8"))
+
+    @property
+    def blank_padded(self) -> bool:
+        """CHAR(n) and NCHAR(n): Oracle pads a shorter value with blanks to the length.
+
+        >>> [ColumnType(o, "STRING", 3).blank_padded for o in ("CHAR(3)", "NCHAR(3)", "VARCHAR2(3)", "NVARCHAR2(3)")]
+        [True, True, False, False]
+        """
+        return self.oracle.upper().startswith(("CHAR", "NCHAR")) and self.max_length is not None
+
+    def padded(self, text: str) -> str:
+        """``text`` as a blank-padded column stores it (as it is for other columns)."""
+        return text + " " * (self.max_length - self.length(text)) if self.blank_padded else text
 
     @property
     def integer_digits(self) -> int | None:
@@ -147,7 +160,9 @@ def map_oracle_type(dt: exp.DataType, number_policy: str = "decimal") -> ColumnT
     if t in (T.FLOAT, T.DOUBLE) or word in ("BINARY_DOUBLE", "FLOAT", "REAL", "DOUBLE"):
         return ColumnType(oracle, "DOUBLE")
     if t in (T.VARCHAR, T.NVARCHAR, T.CHAR, T.NCHAR):
-        return ColumnType(oracle, "STRING", max_length=args[0] if args else None, empty_is_null=True)
+        # CHAR and NCHAR without a length hold one (byte or character).
+        length = args[0] if args else (1 if t in (T.CHAR, T.NCHAR) else None)
+        return ColumnType(oracle, "STRING", max_length=length, empty_is_null=True)
     if word in ("CLOB", "NCLOB") or upper == "LONG" or t == T.TEXT:
         return ColumnType(oracle, "STRING", empty_is_null=True)
     if t == T.DATE or upper == "DATE":

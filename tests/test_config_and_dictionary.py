@@ -115,7 +115,10 @@ def test_column_defaults_an_insert_takes(spark):
         "small NUMBER(5,1) DEFAULT -9999.96, huge NUMBER(3) DEFAULT 1e100, shown VARCHAR2(2) DEFAULT 0.5, "
         "tiny NUMBER(2,5) DEFAULT 0.000123, over NUMBER(2,5) DEFAULT 0.5, "
         "odd NUMBER(4) DEFAULT '1_000', anyn NUMBER DEFAULT 1e20, hund NUMBER(5,-2) DEFAULT 1250, "
-        "hover NUMBER(2,-2) DEFAULT 10000)")
+        "hover NUMBER(2,-2) DEFAULT 10000, shown2 VARCHAR2(4) DEFAULT 1.50, shown3 VARCHAR2(3) DEFAULT 1e2, "
+        "shown4 CHAR(3) DEFAULT (-0.5), shown5 VARCHAR2(2) DEFAULT 123, sci VARCHAR2(99) DEFAULT 1e70, "
+        "quoted VARCHAR2(3) DEFAULT '0.5', padded CHAR(4 CHAR) DEFAULT 'é', padb CHAR(4) DEFAULT 'é', "
+        "one CHAR DEFAULT 'ab')")
     values = {c.name: default_value(c) for c in t.columns}
     assert {n for n, v in values.items() if v is None} == {"ID", "E", "G", "U", "Z", "FMT", "SUM_", "PLAIN", "EN", "ED"}
     row = spark.range(1).select(
@@ -125,21 +128,26 @@ def test_column_defaults_an_insert_takes(spark):
                    "TS": datetime(2020, 1, 2, 3, 4, 5), "BORN": datetime(2024, 1, 1, 0, 3, 40),
                    "AT": datetime(2024, 1, 1, 0, 3, 40), "BAD": None, "NV": "nv", "EX": 100, "HALF": 3,
                    "CENTS": Decimal("1.3"), "NLS": None, "LONG_": None, "BIG": None, "UP": None, "WIDE": None,
-                   "EDGE": Decimal("9999.9"), "SMALL": None, "HUGE": None, "SHOWN": "0.5",
+                   "EDGE": Decimal("9999.9"), "SMALL": None, "HUGE": None, "SHOWN": ".5",
                    "TINY": Decimal("0.00012"), "OVER": None, "ODD": None,
-                   "ANYN": Decimal("100000000000000000000"), "HUND": 1300, "HOVER": None}
+                   "ANYN": Decimal("100000000000000000000"), "HUND": 1300, "HOVER": None,
+                   "SHOWN2": "1.5", "SHOWN3": "100", "SHOWN4": "-.5", "SHOWN5": None, "SCI": None, "QUOTED": "0.5",
+                   "PADDED": "é   ", "PADB": "é  ", "ONE": None}
     # A default that does not fit its column (ORA-12899, ORA-01438) says so, as one that
     # does not convert does; rounding to the scale comes first (999.5 is 1000 in NUMBER(3)).
     # A number is held to the precision and scale Oracle states (a scale above the precision
-    # leaves room after the point only); a number in a character column is not measured by
-    # the literal as written.
+    # leaves room after the point only); a number in a character column is stored and
+    # measured as Oracle writes it as text (TM9: 1.50 is '1.5', 0.5 is '.5'). CHAR(n) pads
+    # with blanks to n (bytes: 'é' takes two), and CHAR alone is CHAR(1).
     assert {n: values[n].fault for n in ("BAD", "LONG_", "BIG", "UP", "WIDE", "SMALL", "HUGE", "OVER", "ODD",
-                                        "HOVER")} == {
+                                        "HOVER", "SHOWN5", "ONE")} == {
         "BAD": "does not convert to NUMBER(3)", "LONG_": "is longer than 3 bytes (VARCHAR2(3))",
         "BIG": "has more digits than NUMBER(3) holds", "UP": "has more digits than NUMBER(3) holds",
         "WIDE": "has more digits than NUMBER(5, 1) holds", "SMALL": "has more digits than NUMBER(5, 1) holds",
         "HUGE": "has more digits than NUMBER(3) holds", "OVER": "has more digits than NUMBER(2, 5) holds",
-        "ODD": "does not convert to NUMBER(4)", "HOVER": "has more digits than NUMBER(2, -2) holds"}
+        "ODD": "does not convert to NUMBER(4)", "HOVER": "has more digits than NUMBER(2, -2) holds",
+        "SHOWN5": "is longer than 2 bytes (VARCHAR2(2))", "ONE": "is longer than 1 bytes (CHAR)"}
+    assert "scientific notation" in values["SCI"].fault
 
 
 def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
