@@ -24,10 +24,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from lakestreams.config import DmlHandlerSpec
-from silver.changes import fill_defaults, table_defaults
+from lakestreams.config import Channel, DmlHandlerSpec
+from silver.changes import Defaults, change_table_name, defaults_from_rows, fill_defaults, table_defaults
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY, run_handler
+from silver.run import load_revision_defaults
 
 
 def handled_table_name(model: str) -> str:
@@ -46,21 +47,39 @@ def failing_changes(failures: DataFrame, judged: DataFrame, changes: DataFrame) 
     return changes.join(ids, IDENTITY[:3]).withColumn("_error", F.col("_failure")).drop("_failure")
 
 
+def handler_defaults(spark: SparkSession, channel: Channel, owner: str, name: str, table: TableDef,
+                     sources: tuple[tuple[str, str, str], ...]) -> Defaults:
+    """What an INSERT an error handler makes for target ``owner.name`` takes for a column
+    it does not carry: the default silver gives a change of its source database at its
+    SCN (the revision in force then, as silver registered it). A change table registered
+    before silver kept defaults per revision gives those of the latest structure
+    (``table``). Metadata: one registry row per source."""
+    tables = {change_table_name(src, owner, name): src for src, _, _ in sources}
+    kept = load_revision_defaults(spark, channel, sorted(tables))
+    out: Defaults = []
+    for cname, src in sorted(tables.items()):
+        if cname in kept:
+            out += defaults_from_rows(kept[cname], src)
+        else:
+            out += [(F.col("_source_database") == F.lit(src), d) for _, d in table_defaults(table)]
+    return out
+
+
 def handle_failures(
     specs: list[DmlHandlerSpec], table: TableDef, changes: DataFrame, failing: DataFrame, asked: DataFrame | None,
+    defaults: Defaults,
 ) -> tuple[DataFrame, DataFrame | None]:
     """Run ``specs`` (error handlers of one target) over ``failing`` (``failing_changes``)
-    but the changes they were asked about before (``asked``: identities). Returns the
-    target's changes with the handlers' outputs in place, the outputs (returned changes
-    with ``_consumed`` false, consumed ones true, both with ``_handler``, ``_seq``,
-    ``_root``, ``_missing``), or None when no handler had anything to do."""
+    but the changes they were asked about before (``asked``: identities). An INSERT a
+    handler makes takes ``defaults`` (``handler_defaults``) for what it does not carry.
+    Returns the target's changes with the handlers' outputs in place, the outputs
+    (returned changes with ``_consumed`` false, consumed ones true, both with
+    ``_handler``, ``_seq``, ``_root``, ``_missing``), or None when no handler had anything
+    to do."""
     cols = changes.columns
     if asked is not None:
         failing = failing.join(asked, IDENTITY, "left_anti")
     outputs = []
-    # An INSERT a handler makes takes the target's defaults for what it does not carry:
-    # those of its latest structure (silver gives a change the revision in force at its SCN).
-    defaults = table_defaults(table)
     for s in specs:
         given = failing.where(F.col("_command_type") == s.operation)
         if given.limit(1).count() == 0:

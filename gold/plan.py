@@ -30,6 +30,7 @@ from gold.handled import (
     failing_changes,
     handle_failures,
     handled_table_name,
+    handler_defaults,
     raised_failures,
     with_handled,
 )
@@ -606,7 +607,7 @@ FAILURE = ("_source_database", "_transaction_id", "_error", "failing_record", "_
 
 def _error_handlers(
     rows: DataFrame, targets: list[tuple], plans: dict[str, DataFrame], error_specs: dict[str, list],
-    handled: dict[str, DataFrame],
+    handled: dict[str, DataFrame], channel: Channel,
 ) -> tuple[DataFrame, DataFrame, set[str]]:
     """A round's first failures (``rows``) after the error handlers had them
     (``gold.handled``). Puts the handlers' outputs into ``targets`` (the changes) and
@@ -623,7 +624,9 @@ def _error_handlers(
             continue
         mine = rows.where(F.col("_model") == model)
         asked = handled[model].select(*IDENTITY) if model in handled else None
-        changes, out = handle_failures(error_specs[model], t[2], t[4], failing_changes(mine, plans[model], t[4]), asked)
+        defaults = handler_defaults(rows.sparkSession, channel, t[0], t[1], t[2], t[5])
+        changes, out = handle_failures(error_specs[model], t[2], t[4], failing_changes(mine, plans[model], t[4]), asked,
+                                       defaults)
         if out is None:
             continue
         targets[i] = (*t[:4], changes, t[5])
@@ -830,7 +833,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             .localCheckpoint()
         )
         rows = first_failures(found).localCheckpoint()
-        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled)
+        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
         if new.limit(1).count() == 0 and not redo:
             break

@@ -22,6 +22,7 @@ from lakestreams.delta_io import local_rows
 from lakestreams.errors import ReplicationError
 from silver.dictionary import ColumnDef, TableDef
 from silver.evolution import OUTSIDE, Revision, renamed_names, renamed_since, renames_since
+from silver.types import ColumnType
 
 META = (
     "_source_database",
@@ -225,10 +226,20 @@ def table_defaults(table: TableDef) -> Defaults:
     return [(F.lit(True), d)] if d else []
 
 
-def revision_defaults(revisions: list[Revision], structures: list[TableDef], shape, columns) -> Defaults:
+#: A target's defaults per revision as silver keeps them in its registry (``silver.targets``),
+#: so the apply plan gives an error handler's INSERT what silver gives a change: one
+#: element per revision (SCN range; NULL: open) and column with a default.
+REVISION_DEFAULTS_DDL = (
+    "ARRAY<STRUCT<from_scn: BIGINT, to_scn: BIGINT, name: STRING, oracle_type: STRING, spark_type: STRING, "
+    "max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING>>"
+)
+
+
+def revision_default_rows(revisions: list[Revision], structures: list[TableDef], shape, columns) -> list[dict]:
     """The target's defaults in force at each revision of a source table, under today's
-    column names (``columns``: the change table's). Grows with revisions and columns."""
-    out: Defaults = []
+    column names (``columns``: the change table's), as ``REVISION_DEFAULTS_DDL`` elements.
+    Grows with revisions and columns."""
+    out = []
     for i, r in enumerate(revisions):
         if r.status == "DROPPED":
             continue
@@ -237,9 +248,38 @@ def revision_defaults(revisions: list[Revision], structures: list[TableDef], sha
         except ReplicationError:
             continue  # its rows fail in typed_by_revision
         now = {renamed_since(revisions, r.scn, n): n for n in target.column_names}
-        d = {c: v for c in columns if c in now and (v := default_value(target.column(now[c]))) is not None}
-        if d:
-            out.append((in_force(revisions, i, "_scn", "_commit_scn"), d))
+        for name in columns:
+            c = target.column(now[name]) if name in now else None
+            if c is None or default_value(c) is None:
+                continue
+            out.append({"from_scn": r.scn if i > 0 else None,
+                        "to_scn": revisions[i + 1].scn if i + 1 < len(revisions) else None,
+                        "name": name, "oracle_type": c.type.oracle, "spark_type": c.type.spark,
+                        "max_length": c.type.max_length, "empty_is_null": c.type.empty_is_null,
+                        "hex_binary": c.type.hex_binary, "default_sql": c.default})
+    return out
+
+
+def defaults_from_rows(rows, source_database: str | None = None) -> Defaults:
+    """``Defaults`` from ``revision_default_rows`` elements (dicts or Rows): per SCN range,
+    a change read by its SCN (else its commit SCN) as ``in_force`` reads it; only changes
+    of ``source_database`` if given (a target fed by several)."""
+    ranges: dict[tuple, dict[str, Default]] = {}
+    for r in rows:
+        r = r.asDict() if hasattr(r, "asDict") else r
+        t = ColumnType(r["oracle_type"], r["spark_type"], r["max_length"], r["empty_is_null"], r["hex_binary"])
+        value = default_value(ColumnDef(r["name"], t, True, r["default_sql"]))
+        if value is not None:
+            ranges.setdefault((r["from_scn"], r["to_scn"]), {})[r["name"]] = value
+    at = F.coalesce(F.col("_scn"), F.col("_commit_scn"))
+    out: Defaults = []
+    for (lo, hi), d in ranges.items():
+        cond = F.lit(True) if source_database is None else F.col("_source_database") == F.lit(source_database)
+        if lo is not None:
+            cond = cond & (at >= F.lit(lo))
+        if hi is not None:
+            cond = cond & (at < F.lit(hi))
+        out.append((cond, d))
     return out
 
 

@@ -28,8 +28,10 @@ from silver.changes import (
     change_table_ddl,
     change_table_name,
     fill_defaults,
+    REVISION_DEFAULTS_DDL,
+    defaults_from_rows,
     outside_channel,
-    revision_defaults,
+    revision_default_rows,
     target_model_name,
     typed_by_revision,
 )
@@ -73,7 +75,7 @@ TARGETS_DDL = (
     "source_database STRING, source_owner STRING, source_table STRING, owner STRING, table_name STRING, "
     "change_table STRING, columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, "
     "nullable: BOOLEAN, max_length: INT, empty_is_null: BOOLEAN, hex_binary: BOOLEAN, default_sql: STRING>>, "
-    "key_columns ARRAY<STRING>, key_kind STRING, silver_batch BIGINT"
+    "key_columns ARRAY<STRING>, key_kind STRING, silver_batch BIGINT, revision_defaults " + REVISION_DEFAULTS_DDL
 )
 RULE_OUTCOMES_DDL = (
     "batch BIGINT, streams_type STRING, streams_name STRING, rule_name STRING, outcome STRING, "
@@ -719,6 +721,20 @@ def load_targets(spark: SparkSession, channel: Channel) -> list[tuple[str, str, 
     )
 
 
+def load_revision_defaults(spark: SparkSession, channel: Channel, change_tables: list[str]) -> dict[str, list]:
+    """Per change table of ``change_tables``, the target's defaults per revision from its
+    latest registry row that has them (``revision_default_rows`` elements; a table missing
+    here was registered before they were kept). Metadata: one row per change table."""
+    table = spark.table(_t(channel, "targets").replace("`", ""))
+    if "revision_defaults" not in table.columns or not change_tables:
+        return {}
+    w = Window.partitionBy("change_table").orderBy(F.col("silver_batch").desc())
+    rows = (table.where(F.col("change_table").isin(change_tables) & F.col("revision_defaults").isNotNull())
+            .withColumn("_n", F.row_number().over(w)).where("_n = 1").select("change_table", "revision_defaults")
+            .collect())
+    return {r["change_table"]: r["revision_defaults"] for r in rows}
+
+
 def _truncate_only(
     spark: SparkSession, channel: Channel, batch: int, table: tuple[str, str, str], tdef: TableDef, cname: str,
     revisions: dict, structures: dict, result: SilverResult,
@@ -735,12 +751,15 @@ def _truncate_only(
     _register(result, tdef, table, cname, batch)
 
 
-def _register(result: SilverResult, tdef: TableDef, table: tuple[str, str, str], cname: str, batch: int) -> None:
+def _register(result: SilverResult, tdef: TableDef, table: tuple[str, str, str], cname: str, batch: int,
+              default_rows: list[dict] | None = None) -> None:
     """Note change table ``cname`` (of source ``table``, with target ``tdef``) as written
-    by ``batch``: its ``silver.targets`` row, which tells gold it has work."""
+    by ``batch``: its ``silver.targets`` row, which tells gold it has work. ``default_rows``:
+    the target's defaults per revision (``revision_default_rows``); None when the batch
+    wrote no values (the apply then reads those of an earlier row)."""
     row = table_def_to_row(tdef)
     row.update(source_database=table[0], source_owner=table[1], source_table=table[2], change_table=cname,
-               silver_batch=batch)
+               silver_batch=batch, revision_defaults=default_rows)
     result.tables.append(cname)
     result.targets.append(row)
 
@@ -801,7 +820,8 @@ def derive(
         typed, consumed = apply_dml_handlers(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
         fields = schema["_new"].dataType.fieldNames()
-        typed = fill_defaults(typed, revision_defaults(revs, structures[(src, *source)], shape, fields))
+        default_rows = revision_default_rows(revs, structures[(src, *source)], shape, fields)
+        typed = fill_defaults(typed, defaults_from_rows(default_rows))
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
         kill_point("silver.changes")
@@ -809,14 +829,15 @@ def derive(
             handled.append(consumed.select(
                 "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
                 "_reason"))
-        _register(result, tdef, (src, *source), cname, batch)
+        _register(result, tdef, (src, *source), cname, batch, default_rows)
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
         if (src, sowner, sname) in truncated - reached:
             _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, structures, result)
     if result.targets:
-        # The column defaults (what an INSERT an error handler makes in the plan takes) came
-        # later: a registry written before takes the field by schema merging.
+        # The column defaults (what an INSERT an error handler makes in the plan takes), and
+        # then per revision, came later: a registry written before takes the fields by schema
+        # merging.
         append(local_rows(spark, result.targets, TARGETS_DDL), _t(channel, "targets"), "silver.targets", batch,
                merge_schema=True)
     for groups, message in group_errors:

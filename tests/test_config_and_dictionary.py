@@ -180,3 +180,28 @@ def test_inserts_take_the_defaults_of_the_revision_in_force(spark):
                    40: (None, ["ID", "NOTE"],
                         "the INSERT does not carry NOTE, and the DEFAULT of NOTE does not convert to NUMBER(3)"),
                    41: (7, ["ID", "NOTE"], None)}
+
+
+def test_defaults_per_revision_as_the_registry_keeps_them(spark):
+    """``revision_default_rows`` elements, stored in ``silver.targets`` and read back, give
+    the apply plan (an error handler's INSERT) what silver gives: per SCN range (a change's
+    SCN, else its commit SCN), and only for the change table's source database."""
+    from pyspark.sql import functions as F
+
+    from lakestreams.delta_io import local_rows
+    from silver.changes import REVISION_DEFAULTS_DDL, defaults_from_rows, fill_defaults
+
+    def element(lo, hi, sql):
+        return {"from_scn": lo, "to_scn": hi, "name": "NOTE", "oracle_type": "VARCHAR2(5)", "spark_type": "STRING",
+                "max_length": 5, "empty_is_null": True, "hex_binary": False, "default_sql": sql}
+
+    kept = local_rows(spark, [{"d": [element(None, 20, "'one'"), element(20, None, "'two'")]}],
+                      f"d {REVISION_DEFAULTS_DDL}").first()["d"]
+    rows = spark.createDataFrame(
+        [("db1", 10, 10), ("db1", None, 20), ("db1", 25, 30), ("db2", 25, 30)],
+        "_source_database STRING, _scn BIGINT, _commit_scn BIGINT",
+    ).select("*", F.lit("INSERT").alias("_command_type"), F.struct(F.lit(None).cast("string").alias("NOTE")).alias("_new"),
+             F.array().cast("array<string>").alias("_new_present"), F.lit(None).cast("string").alias("_error"))
+    got = sorted((r["_source_database"], r["_commit_scn"], r["_new"]["NOTE"])
+                 for r in fill_defaults(rows, defaults_from_rows(kept, "db1")).collect())
+    assert got == [("db1", 10, "one"), ("db1", 20, "two"), ("db1", 30, "two"), ("db2", 30, None)]

@@ -235,7 +235,8 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
       first, and where it resolves the conflict the error handler is never invoked; where
       it does not (another column, or one of its columns alongside another), the error
       handler gets the change, and here consumes it;
-    - an INSERT an error handler makes takes the target's defaults, as one silver derives does."""
+    - an INSERT an error handler makes takes the target's defaults, as one silver derives
+      does: those of the revision in force at the change's SCN, not the latest."""
     ch = make_channel(
         tmp_path,
         dml_handlers=[{"table": "hr.regions", "operation": "UPDATE", "handler": "upper_names"}],
@@ -274,6 +275,9 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
     s.set_dml_handler("hr.regions", "DELETE", None, error_handler=True, sql={"command_type": "INSERT"})
     alter = Txn("t45", 450).ddl("ALTER TABLE hr.regions MODIFY (note DEFAULT 'dflt')").commit()
     alter[0]["command_type"] = "ALTER TABLE"
+    # The default changes again after t8: t8's INSERT takes the one in force at its SCN.
+    later = Txn("t85", 850).ddl("ALTER TABLE hr.regions MODIFY (note DEFAULT 'later')").commit()
+    later[0]["command_type"] = "ALTER TABLE"
     write_lines(ch, "src", "f2.jsonl", [
         *alter,
         # resolved by OVERWRITE: the error handler is not asked (it would consume the change)
@@ -284,6 +288,7 @@ def test_update_conflict_handler_comes_before_the_error_handler_and_judges_dml_h
         *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "stale", "NOTE": "wrong"},
                             new={"REGION_NAME": "v"}).commit(),
         *Txn("t8", 800).row("DELETE", old={"REGION_ID": 9, "REGION_NAME": "gone"}).commit(),
+        *later,
     ])
     run_pipeline(spark, s.channel)
     rows, queue, resolved = state()
