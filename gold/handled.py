@@ -25,7 +25,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lakestreams.config import Channel, DmlHandlerSpec
-from silver.changes import Defaults, change_table_name, defaults_from_rows, fill_defaults, table_defaults
+from silver.changes import (
+    Defaults,
+    change_table_name,
+    defaults_from_rows,
+    fill_defaults,
+    table_defaults,
+)
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY, run_handler
 from silver.run import load_revision_defaults

@@ -25,11 +25,11 @@ from lakestreams.errors import ReplicationError
 from lakestreams.faults import kill_point
 from lakestreams.timing import step
 from silver.changes import (
+    REVISION_DEFAULTS_DDL,
     change_table_ddl,
     change_table_name,
-    fill_defaults,
-    REVISION_DEFAULTS_DDL,
     defaults_from_rows,
+    fill_defaults,
     outside_channel,
     revision_default_rows,
     target_model_name,
