@@ -298,20 +298,49 @@ def forward(renames: tuple[tuple[str, str], ...], name: str) -> str:
     return name
 
 
+def target_renames(revisions: list[Revision]) -> list[tuple[tuple[tuple[str, str], ...], ...]]:
+    """Per revision, the renames its target makes there, one group ((new, previous name),
+    …) per source revision, in order: its own where the target follows it; none where it
+    does not (the target keeps its names); and where the target follows again, those of
+    the revisions it did not follow since, then its own (it takes the source's names
+    then). A dropped table's pending renames end with it.
+
+    >>> rn = lambda scn, d, *r: Revision(scn, None, renames=r, decision=d)
+    >>> target_renames([rn(1, "ADD"), rn(2, "IGNORE", ("B", "A")), rn(3, "IGNORE", ("C", "B")), rn(4, "ALTER")])
+    [(), (), (), ((('B', 'A'),), (('C', 'B'),))]
+    """
+    out: list[tuple[tuple[tuple[str, str], ...], ...]] = []
+    pending: list[tuple[tuple[str, str], ...]] = []
+    for i, r in enumerate(revisions):
+        if r.status == "DROPPED":
+            pending = []
+        if i == 0 or r.decision not in FOLLOWING:
+            out.append(())
+            if i > 0 and r.renames:
+                pending.append(r.renames)
+            continue
+        out.append(tuple(g for g in (*pending, r.renames) if g))
+        pending = []
+    return out
+
+
 def renamed_since(revisions: list[Revision], scn: int, name: str) -> str:
-    """A column's name after the revisions above ``scn`` (those renames applied in order)."""
-    for r in revisions:
+    """A target column's name after the revisions above ``scn``: the renames its target
+    made there (``target_renames``) applied in order."""
+    for r, groups in zip(revisions, target_renames(revisions), strict=True):
         if r.scn > scn:
-            name = forward(r.renames, name)
+            for g in groups:
+                name = forward(g, name)
     return name
 
 
 def target_structures(revisions: list[Revision]) -> list[TableDef]:
     """The target's structure at each revision: the source's when the decision follows it
     (keeping dropped columns and larger types under KeepExistingStructure), else the
-    previous target's (names follow no rename then)."""
+    previous target's (names follow no rename then; the next revision it follows makes
+    those renames too: ``target_renames``)."""
     out: list[TableDef] = []
-    for r in revisions:
+    for r, groups in zip(revisions, target_renames(revisions), strict=True):
         prev = out[-1] if out else None
         if prev is None:
             out.append(r.table)
@@ -320,15 +349,17 @@ def target_structures(revisions: list[Revision]) -> list[TableDef]:
         elif not r.keep_structure:
             out.append(r.table)
         else:
-            out.append(_kept(prev, r))
+            out.append(_kept(prev, r, groups))
     return out
 
 
-def _kept(prev: TableDef, r: Revision) -> TableDef:
+def _kept(prev: TableDef, r: Revision, groups: tuple[tuple[tuple[str, str], ...], ...]) -> TableDef:
     cols = list(r.table.columns)
     names = {c.name for c in cols}
     for c in prev.columns:
-        n = forward(r.renames, c.name)
+        n = c.name
+        for g in groups:
+            n = forward(g, n)
         if n not in names:  # dropped at the source: stays in the target; inserts give it its default, or NULL
             cols.append(replace(c, name=n, nullable=True))
             continue
@@ -541,8 +572,10 @@ def unconverted(schema: StructType, changes: ColumnChanges, struct_fields: tuple
 
 
 def renames_since(revisions: list[Revision], scn: int) -> list[tuple[str, str]]:
-    """(old, new) of the renames of the revisions above ``scn``, in order."""
-    return [(old, new) for r in revisions if r.scn > scn for new, old in r.renames]
+    """(old, new) of the renames the target made at the revisions above ``scn``
+    (``target_renames``), in order."""
+    return [(old, new) for r, groups in zip(revisions, target_renames(revisions), strict=True) if r.scn > scn
+            for g in groups for new, old in g]
 
 
 def renamed_through(renames: Sequence[tuple[str, str]], name: str) -> str:

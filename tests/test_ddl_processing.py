@@ -287,3 +287,48 @@ def test_ddl_processing_in_the_pipeline_under_each_ddlerror_action(spark, tmp_pa
     shown = capsys.readouterr().out.splitlines()
     assert shown[0] == "8 DDL record(s) for HR.EMP, the last 1"
     assert "SCN 220  txn d8  CREATE UNIQUE INDEX  HR.EMP_NAME_UK" in shown[1]
+
+
+def test_a_rename_the_target_does_not_follow_keeps_its_values_and_the_next_ddl_it_follows_makes_it(spark, tmp_path):
+    """An EXCLUDEd RENAME COLUMN leaves the target's column as it was, values included (a
+    later record's value under the new name has no column to go to, as with an excluded
+    ADD). The next DDL the target follows gives it the source's structure: the column is
+    renamed then, keeping its values."""
+    ch = make_channel(tmp_path, ddl_processing={"params": "DDL INCLUDE ALL, EXCLUDE INSTR 'RENAME'"})
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "ALTER TABLE hr.emp RENAME COLUMN code TO grade"),
+        *ins("t2", 140, {"ID": 2, "NAME": "bob", "GRADE": 8}),
+    ])
+    run_pipeline(spark, ch)
+    assert rows(spark, ch, "gold", "hr__emp", "ID", "NAME", "CODE") == [(1, "ann", 7), (2, "bob", None)]
+    assert "GRADE" not in spark.table(ch.storage.table("gold", "hr__emp").replace("`", "")).columns
+    write_lines(ch, "src", "f2.jsonl", [
+        *ddl("d3", 150, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+        *ins("t3", 160, {"ID": 3, "NAME": "cy", "GRADE": 9, "EMAIL": "c@x"}),
+    ])
+    run_pipeline(spark, ch)
+    assert rows(spark, ch, "gold", "hr__emp", "ID", "GRADE", "EMAIL") == [(1, 7, None), (2, None, None), (3, 9, "c@x")]
+    assert "CODE" not in spark.table(ch.storage.table("gold", "hr__emp").replace("`", "")).columns
+    log = rows(spark, ch, "silver", "ddl_log", "commit_scn", "processing", "decision")
+    assert log == [(100, "APPLIED", "ADD"), (130, "EXCLUDED", "IGNORE"), (150, "APPLIED", "ALTER")]
+    # Silver's history holds the value under the name the target has now.
+    change = [t for t in spark.catalog.listTables(ch.storage.schema_name("silver")) if t.name.startswith("changes__")]
+    history = spark.table(f"{ch.storage.schema_name('silver')}.{change[0].name}")
+    assert sorted((r["_new"]["ID"], r["_new"]["GRADE"]) for r in history.collect()) == [(1, 7), (2, None), (3, 9)]
+
+
+def test_the_target_structure_under_keep_existing_structure_follows_renames_it_did_not_follow_before():
+    """KeepExistingStructure keeps a column the source dropped; a column renamed while the
+    target did not follow is not one: the next revision it follows renames it."""
+    from silver.dictionary import parse_create_table
+    from silver.evolution import Revision, target_structures
+
+    first = parse_create_table(EMP_DDL)
+    renamed = parse_create_table(EMP_DDL.replace("code", "grade"))
+    more = parse_create_table(EMP_DDL.replace("code NUMBER(5)", "grade NUMBER(5), email VARCHAR2(20)"))
+    revs = [Revision(100, first), Revision(130, renamed, renames=(("GRADE", "CODE"),), decision="IGNORE"),
+            Revision(150, more, decision="ALTER", keep_structure=True)]
+    assert [[c.name for c in t.columns] for t in target_structures(revs)] == [
+        ["ID", "NAME", "CODE"], ["ID", "NAME", "CODE"], ["ID", "NAME", "GRADE", "EMAIL"]]
