@@ -41,7 +41,7 @@ from silver.run import (
     _any_group,
     _resolve_targets,
     classify,
-    load_dictionary,
+    load_revisions,
     load_targets,
 )
 
@@ -118,8 +118,10 @@ def typed_snapshot(spark: SparkSession, channel: Channel, path: Path, model: str
     clients = build_clients(channel)
     classified = classify(snapshot_records(spark, path), clients)
     accepted = classified.where("_bucket = 'accepted'")
-    targets, _errors = _resolve_targets(channel, clients, load_dictionary(spark, channel), accepted,
-                                        load_targets(spark, channel))
+    # The tables the source has now.
+    revisions = {k: revs for k, revs in load_revisions(spark, channel).items() if revs[-1].status == "TABLE"}
+    targets, _errors = _resolve_targets(channel, clients, revisions, accepted, load_targets(spark, channel),
+                                        follow_ddl=False)
     mine = [(key, groups, tdef) for key, (tdef, groups, _source, _shape) in targets.items()
             if target_model_name(key[1], key[2]) == model]
     if not mine:

@@ -34,6 +34,7 @@ from silver.evolution import (
     action_for,
     channel_life,
     follow_structure,
+    for_target,
 )
 from silver.run import load_revisions
 
@@ -65,7 +66,7 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
         for t in targets:
             if t.model in dropped_models:
                 continue
-            revs = revisions.get(t.sources[0], []) if t.sources else []
+            revs = for_target(revisions.get(t.sources[0], []), (t.owner, t.table)) if t.sources else []
             action = action_for(actions, t.sources[0][1]) if t.sources else None
             policy = action.on_preserve_alter_table_fail if action else "CREATE_AS_SELECT"
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):

@@ -72,10 +72,14 @@ def _change(stmt: DdlStatement) -> tuple:
 
 def process_ddl(
     reading: DdlReading, text: str, tag: str | None, owner: str | None, config: GgDdlConfig | None,
-    number_policy: str = "decimal",
+    number_policy: str = "decimal", integrate_schema: str | None = None,
 ) -> Processed:
     """``reading`` (``read_ddl`` of the record as captured) through ``config``'s steps.
     Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND.
+    The targets it was applied to follow the reading; where the record has several (MAPs)
+    and was not applied to some, those are named in the revisions' ``excluded`` (with
+    ``integrate_schema``, the AdaptDDL IntegrateSchema of the record's owner, as rows'
+    targets are named); where it was applied to none, no target follows.
 
     An AdaptDDL FAIL (the channel's last table dropped, OnEnrollBreak or
     OnAddColumnWithDefault FAIL_INTEG_JOB) is a failure of the target's statement, code
@@ -107,10 +111,32 @@ def process_ddl(
                                          "follows the source dictionary and cannot take another change")
 
     out = process(DdlRecord(text, tag or None, owner), config, execute, number_policy=number_policy)
-    if out.kind == "APPLIED":
-        return Processed(reading, out.scope, out.kind, out.texts)
     why = f"GoldenGate {out.kind}: {out.reason or 'no target'}"
-    return Processed(not_followed(reading, why), out.scope, out.kind, (), why if out.kind == "DISCARDED" else None)
+    discard = why if out.kind == "DISCARDED" else None
+    if not any(t.kind == "APPLIED" for t in out.targets):
+        return Processed(not_followed(reading, why), out.scope, out.kind, (), discard)
+    # Each target takes the statement on its own (several MAPs): those it was not applied
+    # to do not follow the revision; the others do.
+    left = {_target_key(t.name, owner, integrate_schema): t for t in out.targets if t.kind != "APPLIED"}
+    if not left:
+        return Processed(reading, out.scope, out.kind, out.texts)
+    if reading.new_table or not any(rev.decision != OUTSIDE for _, rev in reading.revisions):
+        # A new table's first structure is every target's (as ``not_followed`` keeps it).
+        return Processed(reading, out.scope, out.kind, out.texts, discard)
+    names = tuple(sorted(left))
+    revisions = tuple((k, rev if rev.decision == OUTSIDE else replace(rev, excluded=names))
+                      for k, rev in reading.revisions)
+    not_following = "; ".join(f"{n} does not follow ({t.kind}: {t.reason})" for n, t in sorted(left.items()))
+    reading = replace(reading, revisions=revisions, reason=f"{reading.reason}; {not_following}")
+    return Processed(reading, out.scope, out.kind, out.texts, discard)
+
+
+def _target_key(name: ObjectName | None, owner: str | None, integrate_schema: str | None) -> str:
+    """A DDL target's name as ``Revision.excluded`` keeps it: the MAP's target (the
+    source object where no MAP names it), then the AdaptDDL IntegrateSchema, as
+    ``target_names`` names rows' targets."""
+    schema = (name.owner if name is not None and name.owner else owner) or ""
+    return f"{(integrate_schema or schema).upper()}.{name.name if name is not None else ''}"
 
 
 def not_followed(reading: DdlReading, why: str) -> DdlReading:

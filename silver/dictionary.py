@@ -244,7 +244,9 @@ def parse_create_table(ddl_text: str, number_policy: str = "decimal", tree: exp.
 #: or DROPPED (the table is gone; DML for it is an error until it is created again).
 #: ``renames``: new name → name in the previous revision. ``target_decision``: what the
 #: AdaptDDL policy made of the target (``silver.adaptddl.Decision.target``), and
-#: ``keep_structure``: KeepExistingStructure held (dropped columns stay, types never shrink).
+#: ``keep_structure``: KeepExistingStructure held (dropped columns stay, types never shrink);
+#: ``excluded_targets``: targets ("OWNER.NAME") the record's DDL processing left out while it
+#: applied to another of the table's (several MAPs); they do not follow the revision.
 DICTIONARY_DDL = """
   source_database STRING, owner STRING, table_name STRING, revision_scn BIGINT,
   columns ARRAY<STRUCT<name: STRING, oracle_type: STRING, spark_type: STRING, nullable: BOOLEAN,
@@ -252,7 +254,8 @@ DICTIONARY_DDL = """
   key_columns ARRAY<STRING>, key_kind STRING, ddl_text STRING, transaction_id STRING,
   silver_batch BIGINT,
   constraints ARRAY<STRUCT<name: STRING, kind: STRING, columns: ARRAY<STRING>>>,
-  status STRING, renames MAP<STRING, STRING>, target_decision STRING, keep_structure BOOLEAN
+  status STRING, renames MAP<STRING, STRING>, target_decision STRING, keep_structure BOOLEAN,
+  excluded_targets ARRAY<STRING>
 """
 
 #: Every DDL record, what it was understood as, the decision on the target and why, and

@@ -66,6 +66,19 @@ class Revision:
     renames: tuple[tuple[str, str], ...] = ()
     decision: str = "ADD"
     keep_structure: bool = False
+    #: Targets ("OWNER.NAME") the record's DDL processing did not apply to while it applied
+    #: to another of the table's (several MAPs): they do not follow this revision.
+    excluded: tuple[str, ...] = ()
+
+
+def for_target(revisions: list[Revision], target: tuple[str, str]) -> list[Revision]:
+    """``revisions`` as target ``target`` (owner, name) follows them: a revision whose DDL
+    processing left it out (``Revision.excluded``) is one it does not follow (IGNORE)."""
+    name = f"{target[0]}.{target[1]}"
+    if not any(name in r.excluded for r in revisions):
+        return revisions
+    return [replace(r, decision="IGNORE") if name in r.excluded and r.decision in FOLLOWING else r
+            for r in revisions]
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ from silver.evolution import (
     DECLARED,
     OUTSIDE,
     Revision,
+    action_for,
     follow_structure,
+    for_target,
     in_channel,
     mark_structure,
     read_ddl,
@@ -383,7 +385,9 @@ def _dictionary_step(
                 # source dictionary does), and no DDL processing sees it.
                 done = Processed(not_followed(read, f"discarded by the rules: {r['_discard']}"))
             else:
-                done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy)
+                integrate = action_for(actions, owner)
+                done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy,
+                                   integrate.integrate_schema if integrate else None)
         except DdlAbend as e:
             raise DdlAbend(f"DDL record of transaction {r['transaction_id']} from {src} at SCN {scn} "
                            f"stops silver batch {batch}: {e}", e.failure, e.record) from e
@@ -401,6 +405,7 @@ def _dictionary_step(
                 owner=owner, table_name=name, source_database=src, revision_scn=rev.scn, ddl_text=r["ddl_text"],
                 transaction_id=r["transaction_id"], silver_batch=batch, status=rev.status,
                 renames=dict(rev.renames), target_decision=rev.decision, keep_structure=rev.keep_structure,
+                excluded_targets=list(rev.excluded),
             )
             dict_rows.append(d)
         made = ", ".join(f"{o}.{n} {rev.status.lower()} at SCN {rev.scn}" for (o, n), rev in read.revisions)
@@ -412,7 +417,8 @@ def _dictionary_step(
             *(read.truncates or (None, None)), done.scope, done.outcome, list(done.target_ddl),
         ))
     if dict_rows:
-        # Which columns are virtual came later: a dictionary written before takes the field by schema merging.
+        # Which columns are virtual, and the targets a record left out, came later: a
+        # dictionary written before takes the fields by schema merging.
         append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch,
                merge_schema=True)
     if log_rows:
@@ -441,6 +447,7 @@ def load_revisions(
         out.setdefault((r["source_database"], r["owner"], r["table_name"]), []).append(Revision(
             r["revision_scn"], table_def_from_row(r), r["status"] or "TABLE",
             tuple(sorted((r["renames"] or {}).items())), r["target_decision"] or "ADD", bool(r["keep_structure"]),
+            tuple(r.asDict().get("excluded_targets") or ()),  # not kept before: none
         ))
     for key, t in declared_tables(channel).items():
         revs = out.setdefault(key, [Revision(-1, t, decision=DECLARED)])
@@ -448,16 +455,6 @@ def load_revisions(
             # Declared after no AddTablePattern added it: in the channel from here on.
             revs[-1] = dataclasses.replace(revs[-1], decision="ADD")
     return out
-
-
-def load_dictionary(spark: SparkSession, channel: Channel) -> dict[tuple[str, str, str], TableDef]:
-    """The target structure (before transformations) of every table the source has now,
-    keyed by (source_database, owner, table)."""
-    return {
-        key: target_structures(revs)[-1]
-        for key, revs in load_revisions(spark, channel).items()
-        if revs[-1].status == "TABLE"
-    }
 
 
 def declared_tables(channel: Channel) -> dict[tuple[str, str, str], TableDef]:
@@ -606,14 +603,15 @@ def _any_group(groups: list[tuple]) -> F.Column:
 
 
 def _resolve_targets(
-    channel: Channel, clients: list[Client], dictionary: dict, accepted: DataFrame, registry: list,
-    earlier: dict | None = None,
+    channel: Channel, clients: list[Client], revisions: dict, accepted: DataFrame, registry: list,
+    follow_ddl: bool = True,
 ):
     """Target structure per (source database, target table): the source definition with
     the transformations of the rules that kept the rows, named by ``target_names`` (rule
-    renames, then MAP targets, then IntegrateSchema). Few rows: one per rule path.
-    ``earlier``: per source table, its earlier target structures (DDL revisions); a
-    registered structure that is one of them changed by DDL, and the tables follow.
+    renames, then MAP targets, then IntegrateSchema), as that target followed the source
+    table's ``revisions`` (``for_target``). Few rows: one per rule path. ``follow_ddl``: a
+    registered structure that is one of the target's earlier ones changed by DDL, and the
+    tables follow.
 
     A path is refused (its transactions go to the error queue) when its target name is
     not a plain name, when its change table or gold table would be shared with another
@@ -657,15 +655,16 @@ def _resolve_targets(
             return tdef
         return shape
 
-    def add_target(g: tuple, source: TableDef, owner: str, name: str) -> str | None:
+    def add_target(g: tuple, revs: list[Revision], owner: str, name: str) -> str | None:
         """Add path ``g`` to target ``owner.name``; else why it cannot go there."""
         src, sowner, sname, _, _, cap_rule, app_rule = g
         if not all(isinstance(n, str) and SAFE_NAME.fullmatch(n) for n in (owner, name)):
             return f"a transformation or MAP named the target of {sowner}.{sname} {owner!r}.{name!r}, which is not a plain name"
         shape = shaper(owner, name, cap_rule, app_rule)
+        structures = target_structures(for_target(revs, (owner, name)))
         try:
-            tdef = shape(source)
-            before = [shape(t) for t in (earlier or {}).get((src, sowner, sname), [])]
+            tdef = shape(structures[-1])
+            before = [shape(t) for t in structures[:-1]] if follow_ddl else []
         except ReplicationError as e:
             return str(e)
         key, cname, model = (src, owner, name), change_table_name(src, owner, name), target_model_name(owner, name)
@@ -694,13 +693,13 @@ def _resolve_targets(
 
     for g in sorted(paths, key=lambda g: tuple("" if v is None else v for v in g)):
         src, sowner, sname, renamed_owner, renamed, cap_rule, app_rule = g
-        source = dictionary.get((src, sowner, sname))
-        if source is None:
+        revs = revisions.get((src, sowner, sname))
+        if not revs:
             errors.append(([g], f"table {sowner}.{sname} is not in the source dictionary of {src} "
                                 "(no CREATE TABLE record seen)"))
             continue
         for owner, name in target_names(channel, sowner, renamed_owner, renamed):
-            problem = add_target(g, source, owner, name)
+            problem = add_target(g, revs, owner, name)
             if problem is not None:
                 errors.append(([g], problem))
     return targets, errors
@@ -737,14 +736,15 @@ def load_revision_defaults(spark: SparkSession, channel: Channel, change_tables:
 
 def _truncate_only(
     spark: SparkSession, channel: Channel, batch: int, table: tuple[str, str, str], tdef: TableDef, cname: str,
-    revisions: dict, structures: dict, result: SilverResult,
+    revisions: dict, result: SilverResult,
 ) -> None:
     """The TRUNCATE change of a table a DDL record emptied in a batch without its rows:
     laid out as its change table is (the change holds no values), registered as written."""
     src, sowner, sname = table
     qualified = _t(channel, cname)
     rows = truncations(spark, channel, batch, src, (sowner, sname))
-    typed, _ = typed_by_revision(rows, revisions[table], structures[table], lambda _: tdef, batch,
+    revs = for_target(revisions[table], (tdef.owner, tdef.name))
+    typed, _ = typed_by_revision(rows, revs, target_structures(revs), lambda _: tdef, batch,
                                  spark.table(qualified.replace("`", "")).schema)
     with step("silver.change_table"):
         append(typed, qualified, f"silver.{cname}", batch)
@@ -801,26 +801,24 @@ def derive(
     ]
     registry = load_targets(spark, channel)
     handled: list[DataFrame] = []
-    structures = {k: target_structures(revs) for k, revs in revisions.items()}
     # Dropped tables too: changes committed before their DROP (in this very batch, say) are
     # replicated; one after it is read with the dropped revision and fails with its reason.
-    dictionary = {k: structures[k][-1] for k in revisions}
-    earlier = {k: structures[k][:-1] for k in dictionary}
-    targets, group_errors = _resolve_targets(channel, clients, dictionary, accepted, registry, earlier)
+    targets, group_errors = _resolve_targets(channel, clients, revisions, accepted, registry)
     for (src, owner, name), (tdef, groups, source, shape) in sorted(targets.items()):
         cname = change_table_name(src, owner, name)
-        revs = revisions[(src, *source)]
+        revs = for_target(revisions[(src, *source)], (owner, name))
+        structures = target_structures(revs)
         qualified = create_change_table(spark, channel, cname, tdef, revs, batch)
         rows = accepted.where(_any_group(groups) & ~misfit).select(*CHANGE_INPUT).unionByName(
             truncations(spark, channel, batch, src, source))
         # The change table's schema, read once (its Delta log) for the typing and the defaults.
         schema = spark.table(qualified.replace("`", "")).schema
-        segments, dropped = typed_by_revision(rows, revs, structures[(src, *source)], shape, batch, schema)
+        segments, dropped = typed_by_revision(rows, revs, structures, shape, batch, schema)
         errors.append(dropped)
         typed, consumed = apply_dml_handlers(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
         fields = schema["_new"].dataType.fieldNames()
-        default_rows = revision_default_rows(revs, structures[(src, *source)], shape, fields)
+        default_rows = revision_default_rows(revs, structures, shape, fields)
         typed = fill_defaults(typed, defaults_from_rows(default_rows))
         with step("silver.change_table"):
             append(typed, qualified, f"silver.{cname}", batch)
@@ -833,7 +831,7 @@ def derive(
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
         if (src, sowner, sname) in truncated - reached:
-            _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, structures, result)
+            _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, result)
     if result.targets:
         # The column defaults (what an INSERT an error handler makes in the plan takes), and
         # then per revision, came later: a registry written before takes the fields by schema

@@ -332,3 +332,56 @@ def test_the_target_structure_under_keep_existing_structure_follows_renames_it_d
             Revision(150, more, decision="ALTER", keep_structure=True)]
     assert [[c.name for c in t.columns] for t in target_structures(revs)] == [
         ["ID", "NAME", "CODE"], ["ID", "NAME", "CODE"], ["ID", "NAME", "GRADE", "EMAIL"]]
+
+
+TWO_TARGETS = "MAP hr.emp, TARGET hr_copy.emp;\nMAP hr.emp, TARGET hr_hist.emp;\n"
+
+
+def test_each_map_target_follows_only_what_was_applied_to_it():
+    """Several MAPs of one table: a DDL record applied to one target and left out of
+    another (EXCLUDE, or an error DDLERROR ignores or discards) is followed by the first
+    only; the revision names the others, and ``for_target`` reads it for each."""
+    from silver.evolution import for_target, target_structures
+
+    history = emp_created()
+    text = "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"
+    reading = read_ddl(history, text, 110, "HR", (AdaptDdl(),))
+    done = process_ddl(reading, text, None, "HR", parse_params(TWO_TARGETS + "DDL INCLUDE OBJNAME hr_copy.*"))
+    assert done.outcome == "APPLIED" and done.target_ddl == ("ALTER TABLE HR_COPY.EMP ADD (email VARCHAR2(20))",)
+    assert [r.excluded for _, r in done.reading.revisions] == [("HR_HIST.EMP",)]
+    assert "HR_HIST.EMP does not follow (EXCLUDED" in done.reading.reason
+    revs = history[("HR", "EMP")] + [r for _, r in done.reading.revisions]
+    names = {t: [c.name for c in target_structures(for_target(revs, t))[-1].columns]
+             for t in (("HR_COPY", "EMP"), ("HR_HIST", "EMP"))}
+    assert names == {("HR_COPY", "EMP"): ["ID", "NAME", "CODE", "EMAIL"], ("HR_HIST", "EMP"): ["ID", "NAME", "CODE"]}
+    # A substitution that changes the statement for one target only: that one's error is
+    # DISCARDed (the record goes to the error queue), the other target follows.
+    subst = "DDLSUBST 'VARCHAR2(20)' WITH 'VARCHAR2(99)' INCLUDE OBJNAME hr_hist.*\nDDLERROR DEFAULT DISCARD"
+    done = process_ddl(reading, text, None, "HR", parse_params(TWO_TARGETS + subst))
+    assert done.outcome == "DISCARDED" and done.discard and "DDLSUBST changed" in done.discard
+    assert [r.excluded for _, r in done.reading.revisions] == [("HR_HIST.EMP",)]
+    assert [r.decision for _, r in done.reading.revisions] == ["ALTER"]
+    # IntegrateSchema names the targets as it names rows' targets.
+    done = process_ddl(reading, text, None, "HR", parse_params(TWO_TARGETS + "DDL INCLUDE OBJNAME hr_copy.*"),
+                       integrate_schema="dwh")
+    assert [r.excluded for _, r in done.reading.revisions] == [("DWH.EMP",)]
+
+
+def test_several_map_targets_in_the_pipeline_each_follow_their_own_ddl(spark, tmp_path):
+    ch = make_channel(tmp_path, ddl_processing={"params": TWO_TARGETS + "DDL INCLUDE OBJNAME hr_copy.*"})
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "ALTER TABLE hr.emp ADD (email VARCHAR2(20))"),
+        *ins("t2", 140, {"ID": 2, "NAME": "bob", "EMAIL": "b@x"}),
+    ])
+    run_pipeline(spark, ch)
+    assert rows(spark, ch, "gold", "hr_copy__emp", "ID", "NAME", "CODE", "EMAIL") == [
+        (1, "ann", 7, None), (2, "bob", None, "b@x")]
+    # The target the record was not applied to keeps its structure; the value has no column there.
+    assert "EMAIL" not in spark.table(ch.storage.table("gold", "hr_hist__emp").replace("`", "")).columns
+    assert rows(spark, ch, "gold", "hr_hist__emp", "ID", "NAME", "CODE") == [(1, "ann", 7), (2, "bob", None)]
+    assert rows(spark, ch, "silver", "dictionary", "revision_scn", "excluded_targets") == [
+        (100, []), (130, ["HR_HIST.EMP"])]
+    log = dict(rows(spark, ch, "silver", "ddl_log", "commit_scn", "reason"))
+    assert "HR_HIST.EMP does not follow (EXCLUDED" in log[130], log
