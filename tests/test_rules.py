@@ -286,6 +286,7 @@ def test_targets_never_share_a_change_or_gold_table(spark):
     """Transformations may rename targets; a rename that would mix tables is refused."""
     from lakestreams.config import channel_from_dict
     from silver.dictionary import parse_create_table
+    from silver.evolution import Revision
     from silver.run import _GROUP, _resolve_targets
 
     ch = channel_from_dict({"name": "c", "landing": [{"name": "s", "path": "l"}]}, Path("."))
@@ -294,7 +295,8 @@ def test_targets_never_share_a_change_or_gold_table(spark):
     b = parse_create_table("CREATE TABLE hr.b (id NUMBER(4) PRIMARY KEY, y NUMBER(3))")
     held = dataclasses.replace(a, name="T")
     registry = [(src, "HR", "A", held, "chg__dbs1_example_com__hr__t")]
-    dictionary = {(src, "HR", "A"): a, (src, "HR", "B"): b, (src, "HR", "A__B"): dataclasses.replace(a, name="A__B")}
+    tables = {(src, "HR", "A"): a, (src, "HR", "B"): b, (src, "HR", "A__B"): dataclasses.replace(a, name="A__B")}
+    revisions = {k: [Revision(100, t)] for k, t in tables.items()}  # each created at SCN 100
     paths = [
         (src, "HR", "A", "HR", "T", None, None),        # the table the registry holds: fine
         (src, "HR", "B", "HR", "T", None, None),        # another source table into it: refused
@@ -303,7 +305,7 @@ def test_targets_never_share_a_change_or_gold_table(spark):
         (src, "HR", "A__B", "HR", "A__B", None, None),  # the same change and gold table names: refused
     ]
     accepted = spark.createDataFrame(paths, ", ".join(f"{c} STRING" for c in _GROUP))
-    targets, errors = _resolve_targets(ch, [], dictionary, accepted, registry)
+    targets, errors = _resolve_targets(ch, [], revisions, accepted, registry)
     assert set(targets) == {(src, "HR", "T"), (src, "HR__A", "B")}
     messages = sorted(m for _, m in errors)
     assert len(messages) == 3
@@ -312,5 +314,5 @@ def test_targets_never_share_a_change_or_gold_table(spark):
     assert any("change table chg__dbs1_example_com__hr__a__b already holds HR.A" in m for m in messages)
     # the held table with another structure (a column more) is refused too
     wider = dataclasses.replace(held, columns=held.columns[:1])
-    _, errors = _resolve_targets(ch, [], dictionary, accepted.limit(1), [(src, "HR", "A", wider, "chg__dbs1_example_com__hr__t")])
+    _, errors = _resolve_targets(ch, [], revisions, accepted.limit(1), [(src, "HR", "A", wider, "chg__dbs1_example_com__hr__t")])
     assert ["another structure" in m for _, m in errors] == [True]
