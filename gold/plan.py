@@ -607,12 +607,13 @@ FAILURE = ("_source_database", "_transaction_id", "_error", "failing_record", "_
 
 def _error_handlers(
     rows: DataFrame, targets: list[tuple], plans: dict[str, DataFrame], error_specs: dict[str, list],
-    handled: dict[str, DataFrame], channel: Channel,
+    handled: dict[str, DataFrame], channel: Channel, defaults: dict[str, list],
 ) -> tuple[DataFrame, DataFrame, set[str]]:
     """A round's first failures (``rows``) after the error handlers had them
     (``gold.handled``). Puts the handlers' outputs into ``targets`` (the changes) and
     ``handled``; returns the failures left, the transactions a handler failed, and the
-    targets to plan again."""
+    targets to plan again. ``defaults``: per target, its handlers' INSERT defaults, read on
+    first need."""
     raised, redo = [rows.select(*FAILURE).limit(0)], set()
     if not error_specs:
         return rows, raised[0], redo
@@ -624,9 +625,10 @@ def _error_handlers(
             continue
         mine = rows.where(F.col("_model") == model)
         asked = handled[model].select(*IDENTITY) if model in handled else None
-        defaults = handler_defaults(rows.sparkSession, channel, t[0], t[1], t[2], t[5])
+        if model not in defaults:  # read once per plan, whatever the rounds
+            defaults[model] = handler_defaults(rows.sparkSession, channel, t[0], t[1], t[2], t[5])
         changes, out = handle_failures(error_specs[model], t[2], t[4], failing_changes(mine, plans[model], t[4]), asked,
-                                       defaults)
+                                       defaults[model])
         if out is None:
             continue
         targets[i] = (*t[:4], changes, t[5])
@@ -773,6 +775,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
                    for t in targets}
     error_specs = {m: specs for m, specs in error_specs.items() if specs}
     handled: dict[str, DataFrame] = {}  # per target: what its error handlers returned and consumed
+    handler_defaults_of: dict[str, list] = {}  # per target: what its error handlers' INSERTs take
     for _ in range(MAX_CONFLICT_ROUNDS):
         bad = failed.select("_source_database", "_transaction_id")
 
@@ -833,7 +836,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             .localCheckpoint()
         )
         rows = first_failures(found).localCheckpoint()
-        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel)
+        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel, handler_defaults_of)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
         if new.limit(1).count() == 0 and not redo:
             break

@@ -20,9 +20,8 @@ from sqlglot import exp
 
 from lakestreams.delta_io import local_rows
 from lakestreams.errors import ReplicationError
-from silver.dictionary import ColumnDef, TableDef
+from silver.dictionary import ColumnDef, TableDef, column_from_row, column_to_row
 from silver.evolution import OUTSIDE, Revision, renamed_names, renamed_since, renames_since
-from silver.types import ColumnType
 
 META = (
     "_source_database",
@@ -252,35 +251,23 @@ def revision_default_rows(revisions: list[Revision], structures: list[TableDef],
             c = target.column(now[name]) if name in now else None
             if c is None or default_value(c) is None:
                 continue
-            out.append({"from_scn": r.scn if i > 0 else None,
-                        "to_scn": revisions[i + 1].scn if i + 1 < len(revisions) else None,
-                        "name": name, "oracle_type": c.type.oracle, "spark_type": c.type.spark,
-                        "max_length": c.type.max_length, "empty_is_null": c.type.empty_is_null,
-                        "hex_binary": c.type.hex_binary, "default_sql": c.default})
+            out.append({**column_to_row(c), "name": name, "from_scn": r.scn if i > 0 else None,
+                        "to_scn": revisions[i + 1].scn if i + 1 < len(revisions) else None})
     return out
 
 
 def defaults_from_rows(rows, source_database: str | None = None) -> Defaults:
-    """``Defaults`` from ``revision_default_rows`` elements (dicts or Rows): per SCN range,
-    a change read by its SCN (else its commit SCN) as ``in_force`` reads it; only changes
+    """``Defaults`` from ``revision_default_rows`` elements (dicts or Rows): per SCN range
+    (``scn_range``, as ``in_force`` reads revisions); only changes
     of ``source_database`` if given (a target fed by several)."""
     ranges: dict[tuple, dict[str, Default]] = {}
     for r in rows:
         r = r.asDict() if hasattr(r, "asDict") else r
-        t = ColumnType(r["oracle_type"], r["spark_type"], r["max_length"], r["empty_is_null"], r["hex_binary"])
-        value = default_value(ColumnDef(r["name"], t, True, r["default_sql"]))
+        value = default_value(column_from_row(r))
         if value is not None:
             ranges.setdefault((r["from_scn"], r["to_scn"]), {})[r["name"]] = value
-    at = F.coalesce(F.col("_scn"), F.col("_commit_scn"))
-    out: Defaults = []
-    for (lo, hi), d in ranges.items():
-        cond = F.lit(True) if source_database is None else F.col("_source_database") == F.lit(source_database)
-        if lo is not None:
-            cond = cond & (at >= F.lit(lo))
-        if hi is not None:
-            cond = cond & (at < F.lit(hi))
-        out.append((cond, d))
-    return out
+    mine = F.lit(True) if source_database is None else F.col("_source_database") == F.lit(source_database)
+    return [(mine & scn_range(lo, hi, "_scn", "_commit_scn"), d) for (lo, hi), d in ranges.items()]
 
 
 def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
@@ -430,12 +417,18 @@ def in_force(revisions: list[Revision], i: int, scn: str = "scn", commit_scn: st
     record before the second) to the next one's. A record's SCN is its change SCN, else
     its commit SCN (``scn``, ``commit_scn``: their columns; ``_scn``, ``_commit_scn`` in
     a change row)."""
+    return scn_range(revisions[i].scn if i > 0 else None, revisions[i + 1].scn if i + 1 < len(revisions) else None,
+                     scn, commit_scn)
+
+
+def scn_range(lo: int | None, hi: int | None, scn: str = "scn", commit_scn: str = "commit_scn") -> Column:
+    """Records whose SCN (else commit SCN) is at or above ``lo`` and below ``hi`` (None: open)."""
     at = F.coalesce(F.col(scn), F.col(commit_scn))
     cond = F.lit(True)
-    if i > 0:
-        cond = cond & (at >= F.lit(revisions[i].scn))
-    if i + 1 < len(revisions):
-        cond = cond & (at < F.lit(revisions[i + 1].scn))
+    if lo is not None:
+        cond = cond & (at >= F.lit(lo))
+    if hi is not None:
+        cond = cond & (at < F.lit(hi))
     return cond
 
 

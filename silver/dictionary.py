@@ -272,25 +272,32 @@ DDL_LOG_DDL = """
 """
 
 
+def column_to_row(c: ColumnDef) -> dict:
+    """A column as the ``columns`` elements of dictionary and registry rows keep it."""
+    return {"name": c.name, "oracle_type": c.type.oracle, "spark_type": c.type.spark, "nullable": c.nullable,
+            "max_length": c.type.max_length, "empty_is_null": c.type.empty_is_null, "hex_binary": c.type.hex_binary,
+            "default_sql": c.default, "virtual": c.virtual}
+
+
+def column_from_row(c) -> ColumnDef:
+    """Inverse of :func:`column_to_row` (a dict or Row); a field a row was written without
+    reads as its default (no default, stored, nullable)."""
+    c = c.asDict() if hasattr(c, "asDict") else c
+    return ColumnDef(
+        c["name"],
+        ColumnType(c["oracle_type"], c["spark_type"], c["max_length"], c["empty_is_null"], c["hex_binary"]),
+        c.get("nullable", True) is not False,
+        c.get("default_sql"),
+        bool(c.get("virtual")),  # not kept before: false
+    )
+
+
 def table_def_to_row(t: TableDef) -> dict:
     """A TableDef as the ``columns``/``key_*`` fields of a dictionary row."""
     return {
         "owner": t.owner,
         "table_name": t.name,
-        "columns": [
-            {
-                "name": c.name,
-                "oracle_type": c.type.oracle,
-                "spark_type": c.type.spark,
-                "nullable": c.nullable,
-                "max_length": c.type.max_length,
-                "empty_is_null": c.type.empty_is_null,
-                "hex_binary": c.type.hex_binary,
-                "default_sql": c.default,
-                "virtual": c.virtual,
-            }
-            for c in t.columns
-        ],
+        "columns": [column_to_row(c) for c in t.columns],
         "key_columns": list(t.key_columns),
         "key_kind": t.key_kind,
         "constraints": [{"name": n, "kind": k, "columns": list(cols)} for n, k, cols in t.constraints],
@@ -301,16 +308,7 @@ def table_def_from_row(row) -> TableDef:
     """Inverse of :func:`table_def_to_row` for a dictionary or target-registry Row (the
     registry stores no constraints; a registry row written before it kept defaults has none)."""
     fields = row.asDict(recursive=True) if hasattr(row, "asDict") else dict(row)
-    cols = tuple(
-        ColumnDef(
-            c["name"],
-            ColumnType(c["oracle_type"], c["spark_type"], c["max_length"], c["empty_is_null"], c["hex_binary"]),
-            c["nullable"],
-            c.get("default_sql"),
-            bool(c.get("virtual")),  # not kept before: false
-        )
-        for c in fields["columns"]
-    )
+    cols = tuple(column_from_row(c) for c in fields["columns"])
     constraints = tuple((k["name"], k["kind"], tuple(k["columns"])) for k in fields.get("constraints") or ())
     return TableDef(fields["owner"], fields["table_name"], cols, tuple(fields["key_columns"]), fields["key_kind"],
                     constraints)
