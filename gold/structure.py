@@ -94,14 +94,14 @@ def log_applied(spark: SparkSession, channel: Channel, gold_table: str, source: 
 
 def dropped_targets(revisions: dict[tuple[str, str, str], list[Revision]], targets: list[TargetPlan]) -> list[TargetPlan]:
     """The targets every source table of which was last dropped with its target (a target
-    another source still feeds stays)."""
-    def gone(source: tuple[str, str, str]) -> bool:
+    another source still feeds stays; one the DROP's DDL processing left out stays too)."""
+    def gone(source: tuple[str, str, str], target: tuple[str, str]) -> bool:
         # A table back outside the channel since (no AddTablePattern adds it) does not
         # bring its target back.
-        revs = channel_life(revisions.get(source, []))
+        revs = channel_life(for_target(revisions.get(source, []), target))
         return bool(revs) and revs[-1].status == "DROPPED" and revs[-1].decision == DROPS_TARGET
 
-    return [t for t in targets if t.sources and all(gone(s) for s in t.sources)]
+    return [t for t in targets if t.sources and all(gone(s, (t.owner, t.table)) for s in t.sources)]
 
 
 def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[TargetPlan]) -> list[str]:

@@ -77,7 +77,8 @@ def process_ddl(
     """``reading`` (``read_ddl`` of the record as captured) through ``config``'s steps.
     Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND.
     The targets it was applied to follow the reading; where the record has several (MAPs)
-    and was not applied to some, those are named in the revisions' ``excluded`` (with
+    and was not applied to some, those are named in the revisions' ``excluded`` and, for
+    a record that empties the table, in ``truncates_excluded`` (with
     ``integrate_schema``, the AdaptDDL IntegrateSchema of the record's owner, as rows'
     targets are named); where it was applied to none, no target follows.
 
@@ -120,14 +121,16 @@ def process_ddl(
     left = {_target_key(t.name, owner, integrate_schema): t for t in out.targets if t.kind != "APPLIED"}
     if not left:
         return Processed(reading, out.scope, out.kind, out.texts)
-    if reading.new_table or not any(rev.decision != OUTSIDE for _, rev in reading.revisions):
-        # A new table's first structure is every target's (as ``not_followed`` keeps it).
-        return Processed(reading, out.scope, out.kind, out.texts, discard)
     names = tuple(sorted(left))
-    revisions = tuple((k, rev if rev.decision == OUTSIDE else replace(rev, excluded=names))
+    # A new table's first structure is every target's (as ``not_followed`` keeps it).
+    follows = not reading.new_table and any(rev.decision != OUTSIDE for _, rev in reading.revisions)
+    if not follows and reading.truncates is None:
+        return Processed(reading, out.scope, out.kind, out.texts, discard)
+    revisions = tuple((k, rev if not follows or rev.decision == OUTSIDE else replace(rev, excluded=names))
                       for k, rev in reading.revisions)
     not_following = "; ".join(f"{n} does not follow ({t.kind}: {t.reason})" for n, t in sorted(left.items()))
-    reading = replace(reading, revisions=revisions, reason=f"{reading.reason}; {not_following}")
+    reading = replace(reading, revisions=revisions, reason=f"{reading.reason}; {not_following}",
+                      truncates_excluded=names if reading.truncates is not None else ())
     return Processed(reading, out.scope, out.kind, out.texts, discard)
 
 

@@ -261,14 +261,16 @@ DICTIONARY_DDL = """
 #: Every DDL record, what it was understood as, the decision on the target and why, and
 #: the revision it made (``revision_scn``; NULL when the dictionary did not change).
 #: ``truncates_*``: the table whose rows it removes (TRUNCATE TABLE, or a dropped table
-#: created again): silver writes a TRUNCATE change for it at the record's SCN.
+#: created again): silver writes a TRUNCATE change for it at the record's SCN, into the
+#: change table of each target but those in ``truncates_excluded`` ("OWNER.NAME": several
+#: MAPs, the record's DDL processing applied it to another target only).
 DDL_LOG_DDL = """
   source_database STRING, transaction_id STRING, scn BIGINT, commit_scn BIGINT,
   command_type STRING, object_owner STRING, object_name STRING, ddl_text STRING,
   outcome STRING, silver_batch BIGINT,
   statement STRING, decision STRING, reason STRING, revision_scn BIGINT, position BIGINT,
   commit_time TIMESTAMP, truncates_owner STRING, truncates_table STRING,
-  scope STRING, processing STRING, target_ddl ARRAY<STRING>
+  scope STRING, processing STRING, target_ddl ARRAY<STRING>, truncates_excluded ARRAY<STRING>
 """
 
 

@@ -73,12 +73,16 @@ class Revision:
 
 def for_target(revisions: list[Revision], target: tuple[str, str]) -> list[Revision]:
     """``revisions`` as target ``target`` (owner, name) follows them: a revision whose DDL
-    processing left it out (``Revision.excluded``) is one it does not follow (IGNORE)."""
+    processing left it out (``Revision.excluded``) is one it does not follow (IGNORE; a
+    DROP TABLE that would drop the target drops the table from the channel only)."""
     name = f"{target[0]}.{target[1]}"
     if not any(name in r.excluded for r in revisions):
         return revisions
-    return [replace(r, decision="IGNORE") if name in r.excluded and r.decision in FOLLOWING else r
-            for r in revisions]
+    # A DROP TABLE left out of the target takes the table out of the channel (the source
+    # has no table now) but keeps the target's gold tables.
+    kept = {DROPS_TARGET: "DROP"}
+    return [replace(r, decision="IGNORE" if r.decision in FOLLOWING else kept.get(r.decision, r.decision))
+            if name in r.excluded else r for r in revisions]
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,9 @@ class DdlReading:
     reason: str
     revisions: tuple[tuple[tuple[str, str], Revision], ...] = ()  # ((owner, table), revision)
     truncates: tuple[str, str] | None = None  # the table whose rows it removes, if any
+    #: Targets ("OWNER.NAME") whose rows the TRUNCATE of ``truncates`` leaves (several MAPs:
+    #: the record's DDL processing applied it to another target only).
+    truncates_excluded: tuple[str, ...] = ()
     code: str | None = None  # an ERROR's code: Oracle's error number, PARSE, or DDL
     new_table: bool = False  # a CREATE TABLE of a table the dictionary never held (or declared only)
     outside: bool = False  # of a table outside the channel (no AddTablePattern added it): no target, no processing

@@ -9,6 +9,7 @@ is re-run over the same range and Delta skips the writes that already committed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -355,11 +356,12 @@ def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> Data
 
 def _dictionary_step(
     spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
-) -> tuple[dict[tuple[str, str, str], list[Revision]], set[tuple[str, str, str]]]:
+) -> tuple[dict[tuple[str, str, str], list[Revision]], dict[tuple[str, str, str], frozenset[str]]]:
     """Read released DDL records (few: they grow with DDL, not rows) in SCN order into new
     dictionary revisions, and log each with its AdaptDDL decision. The revisions before
     this batch are the starting point, so a re-run derives the same rows. Returns the
-    revisions and the (source database, owner, table) whose rows a record removed."""
+    revisions and the (source database, owner, table) whose rows a record removed, each
+    with the targets ("OWNER.NAME") whose rows every such record of the batch left."""
     rows = ddl.select(
         "source_database", "transaction_id", "scn", "commit_scn", "position", "command_type",
         "object_owner", "object_name", "ddl_text", "current_schema", "commit_time", "tag", "raw", "_discard",
@@ -367,7 +369,8 @@ def _dictionary_step(
     revisions = load_revisions(spark, channel, before_batch=batch)
     actions, policy = channel.adapt_actions(), channel.types.number_without_precision
     declared = declared_tables(channel)
-    dict_rows, log_rows, discards, reloads, truncated = [], [], [], [], set()
+    dict_rows, log_rows, discards, reloads = [], [], [], []
+    truncated: dict[tuple[str, str, str], frozenset[str]] = {}
     for r in rows:
         src, scn = r["source_database"], r["commit_scn"]
         history = {(o, n): revs for (s, o, n), revs in revisions.items() if s == src}
@@ -393,7 +396,8 @@ def _dictionary_step(
                            f"stops silver batch {batch}: {e}", e.failure, e.record) from e
         read = done.reading
         if read.truncates is not None:
-            truncated.add((src, *read.truncates))
+            key, left = (src, *read.truncates), frozenset(read.truncates_excluded)
+            truncated[key] = truncated.get(key, left) & left
         if read.reloads is not None:
             reloads.append((batch, src, *read.reloads, scn, r["transaction_id"], read.reason))
         if done.discard is not None:
@@ -415,6 +419,7 @@ def _dictionary_step(
             r["object_name"], r["ddl_text"], outcome, batch, read.statement, read.decision, read.reason,
             scn if read.revisions else None, r["position"], r["commit_time"],
             *(read.truncates or (None, None)), done.scope, done.outcome, list(done.target_ddl),
+            list(read.truncates_excluded),
         ))
     if dict_rows:
         # Which columns are virtual, and the targets a record left out, came later: a
@@ -422,7 +427,10 @@ def _dictionary_step(
         append(local_rows(spark, dict_rows, DICTIONARY_DDL), _t(channel, "dictionary"), "silver.dictionary", batch,
                merge_schema=True)
     if log_rows:
-        append(local_rows(spark, log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch)
+        # The targets a TRUNCATE leaves came later: a log written before takes the field by
+        # schema merging.
+        append(local_rows(spark, log_rows, DDL_LOG_DDL), _t(channel, "ddl_log"), "silver.ddl_log", batch,
+               merge_schema=True)
     if reloads:
         append(local_rows(spark, reloads, REFRESHES_DDL), _t(channel, "refreshes"), "silver.refreshes", batch)
     if discards:
@@ -742,7 +750,7 @@ def _truncate_only(
     laid out as its change table is (the change holds no values), registered as written."""
     src, sowner, sname = table
     qualified = _t(channel, cname)
-    rows = truncations(spark, channel, batch, src, (sowner, sname))
+    rows = truncations(spark, channel, batch, src, (sowner, sname), (tdef.owner, tdef.name))
     revs = for_target(revisions[table], (tdef.owner, tdef.name))
     typed, _ = typed_by_revision(rows, revs, target_structures(revs), lambda _: tdef, batch,
                                  spark.table(qualified.replace("`", "")).schema)
@@ -767,12 +775,13 @@ def _register(result: SilverResult, tdef: TableDef, table: tuple[str, str, str],
 def derive(
     spark: SparkSession, channel: Channel, batch: int, classified: DataFrame, clients: list[Client],
     revisions: dict[tuple[str, str, str], list[Revision]], result: SilverResult,
-    truncated: set[tuple[str, str, str]] = frozenset(),
+    truncated: Mapping[tuple[str, str, str], frozenset[str]] | None = None,
 ) -> None:
     """What silver writes for classified records, but the dictionary: rule outcomes, change
     tables and their registry rows, transaction errors and bucket outcomes, all as ``batch``.
-    ``truncated``: source tables a DDL record of ``batch`` emptied; their change tables get
-    the TRUNCATE change even when no row of the table came in this batch."""
+    ``truncated``: source tables a DDL record of ``batch`` emptied, with the targets every
+    such record left (``_dictionary_step``); the other targets' change tables get the
+    TRUNCATE change even when no row of the table came in this batch."""
     with step("silver.rule_outcomes"):
         append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     outside = outside_channel(revisions)
@@ -810,7 +819,7 @@ def derive(
         structures = target_structures(revs)
         qualified = create_change_table(spark, channel, cname, tdef, revs, batch)
         rows = accepted.where(_any_group(groups) & ~misfit).select(*CHANGE_INPUT).unionByName(
-            truncations(spark, channel, batch, src, source))
+            truncations(spark, channel, batch, src, source, (owner, name)))
         # The change table's schema, read once (its Delta log) for the typing and the defaults.
         schema = spark.table(qualified.replace("`", "")).schema
         segments, dropped = typed_by_revision(rows, revs, structures, shape, batch, schema)
@@ -830,7 +839,8 @@ def derive(
         _register(result, tdef, (src, *source), cname, batch, default_rows)
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
-        if (src, sowner, sname) in truncated - reached:
+        emptied = (truncated or {}).get((src, sowner, sname))
+        if emptied is not None and (src, sowner, sname) not in reached and f"{tdef.owner}.{tdef.name}" not in emptied:
             _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, result)
     if result.targets:
         # The column defaults (what an INSERT an error handler makes in the plan takes), and
@@ -892,13 +902,17 @@ def ddl_made_changes(spark: SparkSession, channel: Channel) -> DataFrame:
         F.col("position").alias("_position"))
 
 
-def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, table: tuple[str, str]) -> DataFrame:
+def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, table: tuple[str, str],
+                 target: tuple[str, str]) -> DataFrame:
     """A TRUNCATE change per DDL record of ``batch`` that removes the rows of ``table``
-    (TRUNCATE TABLE; a dropped table created again), at the record's SCN."""
-    return spark.table(_t(channel, "ddl_log").replace("`", "")).where(
-        (F.col("silver_batch") == F.lit(batch)) & (F.col("source_database") == F.lit(src))
-        & (F.col("truncates_owner") == F.lit(table[0])) & (F.col("truncates_table") == F.lit(table[1]))
-    ).select(
+    (TRUNCATE TABLE; a dropped table created again) of ``target`` (owner, name: a record
+    its DDL processing left out of that target does not), at the record's SCN."""
+    log = spark.table(_t(channel, "ddl_log").replace("`", ""))
+    here = ((F.col("silver_batch") == F.lit(batch)) & (F.col("source_database") == F.lit(src))
+            & (F.col("truncates_owner") == F.lit(table[0])) & (F.col("truncates_table") == F.lit(table[1])))
+    if "truncates_excluded" in log.columns:  # a log written before the field has none
+        here &= ~F.coalesce(F.array_contains("truncates_excluded", F.lit(f"{target[0]}.{target[1]}")), F.lit(False))
+    return log.where(here).select(
         # At the DDL's commit SCN: the SCN its revision is valid from.
         "source_database", "transaction_id", F.col("commit_scn").alias("scn"), "commit_scn", "commit_time", "position",
         F.lit("TRUNCATE").alias("command_type"), F.lit(None).cast("string").alias("tag"),

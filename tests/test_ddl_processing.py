@@ -26,6 +26,7 @@ from silver.goldengate import DdlAbend
 SRC = "DBS1.EXAMPLE.COM"
 EMP_DDL = ("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
            "CONSTRAINT emp_pk PRIMARY KEY (id))")
+DEPT_DDL = "CREATE TABLE hr.dept (id NUMBER(4) NOT NULL, CONSTRAINT dept_pk PRIMARY KEY (id))"
 PARAMS = """
 MAP hr.*, TARGET hr_copy.*;
 DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE
@@ -365,6 +366,62 @@ def test_each_map_target_follows_only_what_was_applied_to_it():
     done = process_ddl(reading, text, None, "HR", parse_params(TWO_TARGETS + "DDL INCLUDE OBJNAME hr_copy.*"),
                        integrate_schema="dwh")
     assert [r.excluded for _, r in done.reading.revisions] == [("DWH.EMP",)]
+
+
+def test_a_truncate_or_drop_left_out_of_one_map_target_leaves_that_target_whole():
+    """A TRUNCATE TABLE applied to one MAP target and excluded for another names the other
+    (``truncates_excluded``); a DROP TABLE that drops its targets, excluded for one, drops
+    that one's table from the channel only (``for_target``: DROP, not DROP TARGET)."""
+    from silver.evolution import DROPS_TARGET, for_target
+
+    history = emp_created()
+    params = parse_params(TWO_TARGETS + "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.* "
+                                        "EXCLUDE OPTYPE DROP OBJNAME hr_hist.*")
+    text = "TRUNCATE TABLE hr.emp"
+    done = process_ddl(read_ddl(history, text, 110, "HR", (AdaptDdl(),)), text, None, "HR", params)
+    assert done.reading.truncates == ("HR", "EMP") and done.reading.truncates_excluded == ("HR_HIST.EMP",)
+    assert "HR_HIST.EMP does not follow (EXCLUDED" in done.reading.reason
+    # Applied to every target, or excluded for none: nothing is left out.
+    done = process_ddl(read_ddl(history, text, 110, "HR", (AdaptDdl(),)), text, None, "HR", parse_params(TWO_TARGETS))
+    assert done.reading.truncates == ("HR", "EMP") and done.reading.truncates_excluded == ()
+    # Another table, so that EMP is not the channel's last (which AdaptDDL never drops).
+    history.update({k: [rev] for k, rev in read_ddl({}, DEPT_DDL, 90, "HR", (AdaptDdl(),)).revisions})
+    text = "DROP TABLE hr.emp"
+    reading = read_ddl(history, text, 120, "HR", (AdaptDdl(on_drop_table="DROP_FROM_CHANNEL_AND_TARGET"),))
+    done = process_ddl(reading, text, None, "HR", params)
+    ((_, dropped),) = done.reading.revisions
+    assert (dropped.status, dropped.decision, dropped.excluded) == ("DROPPED", DROPS_TARGET, ("HR_HIST.EMP",))
+    revs = history[("HR", "EMP")] + [dropped]
+    assert [r.decision for r in for_target(revs, ("HR_COPY", "EMP"))][-1] == DROPS_TARGET
+    assert [r.decision for r in for_target(revs, ("HR_HIST", "EMP"))][-1] == "DROP"
+
+
+def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spark, tmp_path):
+    ch = make_channel(tmp_path, adapt_ddl=[{"on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}], ddl_processing={
+        "params": TWO_TARGETS + "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.* "
+                                "EXCLUDE OPTYPE DROP OBJNAME hr_hist.*"})
+    dept = Txn("d0", 90).ddl(DEPT_DDL, name="DEPT")
+    dept.records[0]["command_type"] = "CREATE TABLE"
+    write_lines(ch, "src", "f1.jsonl", [
+        *dept.commit(),
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+        *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
+    ])
+    run_pipeline(spark, ch)
+    # The copy is emptied at SCN 130; the history target, which excluded the TRUNCATE, keeps row 1.
+    assert rows(spark, ch, "gold", "hr_copy__emp", "ID", "NAME") == [(2, "bob")]
+    assert rows(spark, ch, "gold", "hr_hist__emp", "ID", "NAME") == [(1, "ann"), (2, "bob")]
+    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded") == [
+        (90, []), (100, []), (130, ["HR_HIST.EMP"])]
+    # A TRUNCATE in a batch without rows of the table reaches only the target it was applied
+    # to; the DROP takes the copy's gold table with it, the history target keeps its table.
+    write_lines(ch, "src", "f2.jsonl", [*ddl("d3", 150, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+                                        *ddl("d4", 160, "DROP TABLE hr.emp", "DROP TABLE")])
+    run_pipeline(spark, ch)
+    assert not spark.catalog.tableExists(ch.storage.table("gold", "hr_copy__emp").replace("`", ""))
+    assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,)]
 
 
 def test_several_map_targets_in_the_pipeline_each_follow_their_own_ddl(spark, tmp_path):
