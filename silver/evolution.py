@@ -71,11 +71,17 @@ class Revision:
     excluded: tuple[str, ...] = ()
 
 
+def target_key(target: tuple[str, str]) -> str:
+    """A target (owner, name) as DDL processing names the targets it left out ("OWNER.NAME":
+    ``Revision.excluded``, the DDL log's ``truncates_excluded``)."""
+    return f"{target[0]}.{target[1]}"
+
+
 def for_target(revisions: list[Revision], target: tuple[str, str]) -> list[Revision]:
     """``revisions`` as target ``target`` (owner, name) follows them: a revision whose DDL
     processing left it out (``Revision.excluded``) is one it does not follow (IGNORE; a
     DROP TABLE that would drop the target drops the table from the channel only)."""
-    name = f"{target[0]}.{target[1]}"
+    name = target_key(target)
     if not any(name in r.excluded for r in revisions):
         return revisions
     # A DROP TABLE left out of the target takes the table out of the channel (the source

@@ -57,6 +57,7 @@ from silver.evolution import (
     in_channel,
     mark_structure,
     read_ddl,
+    target_key,
     target_structures,
 )
 from silver.goldengate import DdlAbend
@@ -840,7 +841,7 @@ def derive(
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
         emptied = (truncated or {}).get((src, sowner, sname))
-        if emptied is not None and (src, sowner, sname) not in reached and f"{tdef.owner}.{tdef.name}" not in emptied:
+        if emptied is not None and (src, sowner, sname) not in reached and target_key((tdef.owner, tdef.name)) not in emptied:
             _truncate_only(spark, channel, batch, (src, sowner, sname), tdef, cname, revisions, result)
     if result.targets:
         # The column defaults (what an INSERT an error handler makes in the plan takes), and
@@ -911,7 +912,7 @@ def truncations(spark: SparkSession, channel: Channel, batch: int, src: str, tab
     here = ((F.col("silver_batch") == F.lit(batch)) & (F.col("source_database") == F.lit(src))
             & (F.col("truncates_owner") == F.lit(table[0])) & (F.col("truncates_table") == F.lit(table[1])))
     if "truncates_excluded" in log.columns:  # a log written before the field has none
-        here &= ~F.coalesce(F.array_contains("truncates_excluded", F.lit(f"{target[0]}.{target[1]}")), F.lit(False))
+        here &= ~F.coalesce(F.array_contains("truncates_excluded", F.lit(target_key(target))), F.lit(False))
     return log.where(here).select(
         # At the DDL's commit SCN: the SCN its revision is valid from.
         "source_database", "transaction_id", F.col("commit_scn").alias("scn"), "commit_scn", "commit_time", "position",
