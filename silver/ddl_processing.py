@@ -130,7 +130,8 @@ def process_ddl(
                       for k, rev in reading.revisions)
     not_following = "; ".join(f"{n} does not follow ({t.kind}: {t.reason})" for n, t in sorted(left.items()))
     reading = replace(reading, revisions=revisions, reason=f"{reading.reason}; {not_following}",
-                      truncates_excluded=names if reading.truncates is not None else ())
+                      truncates_excluded=tuple(sorted({*reading.truncates_excluded, *names}))
+                      if reading.truncates is not None else ())
     return Processed(reading, out.scope, out.kind, out.texts, discard)
 
 
@@ -150,7 +151,7 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
     revisions = tuple((k, rev if reading.new_table or rev.decision == OUTSIDE else replace(rev, decision="IGNORE"))
                       for k, rev in reading.revisions)
     return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
-                   truncates=None, reloads=None)
+                   truncates=None, truncates_excluded=(), reloads=None)
 
 
 def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:

@@ -222,9 +222,16 @@ def read_ddl(
         # Created again after a DROP: the new table is empty, so is its target from here on,
         # unless KeepOldRows keeps the rows the target had (a target dropped with its table
         # kept none).
-        empties = before is not None and not (action and action.keep_old_rows and before.decision != DROPS_TARGET)
+        keeps = bool(action and action.keep_old_rows)
+        empties = before is not None and not (keeps and before.decision != DROPS_TARGET)
         why = _why(d) + ("; the target keeps its old rows (KeepOldRows)" if before is not None and not empties else "")
-        return DdlReading(stmt.kind, d.target, why, ((key, rev),), key if empties else None, new_table=before is None)
+        # A target the DROP TARGET was left out of (several MAPs) kept its table: under
+        # KeepOldRows it keeps the rows too.
+        kept = before.excluded if empties and keeps else ()
+        if kept:
+            why += f"; {', '.join(kept)} kept its table at the DROP and keeps its old rows (KeepOldRows)"
+        return DdlReading(stmt.kind, d.target, why, ((key, rev),), key if empties else None, truncates_excluded=kept,
+                          new_table=before is None)
     if stmt.kind == "CREATE TABLE AS SELECT":
         return DdlReading(stmt.kind, "ERROR", f"CREATE TABLE {owner}.{stmt.name} AS SELECT does not state its columns: "
                           "land its CREATE TABLE form or declare it in the channel file's tables", code="DDL")

@@ -394,10 +394,20 @@ def test_a_truncate_or_drop_left_out_of_one_map_target_leaves_that_target_whole(
     revs = history[("HR", "EMP")] + [dropped]
     assert [r.decision for r in for_target(revs, ("HR_COPY", "EMP"))][-1] == DROPS_TARGET
     assert [r.decision for r in for_target(revs, ("HR_HIST", "EMP"))][-1] == "DROP"
+    # Created again: the copy was dropped with its table and starts empty; under KeepOldRows
+    # the history target, which kept its table, keeps its rows too (without it both empty).
+    history[("HR", "EMP")] = revs
+    for keep, left_whole in ((True, ("HR_HIST.EMP",)), (False, ())):
+        action = AdaptDdl(on_drop_table="DROP_FROM_CHANNEL_AND_TARGET", keep_old_rows=keep)
+        done = process_ddl(read_ddl(history, EMP_DDL, 130, "HR", (action,)), EMP_DDL, None, "HR", params)
+        assert done.reading.truncates == ("HR", "EMP") and done.reading.truncates_excluded == left_whole
+    assert "HR_HIST.EMP kept its table at the DROP and keeps its old rows (KeepOldRows)" in read_ddl(
+        history, EMP_DDL, 130, "HR", (AdaptDdl(on_drop_table="DROP_FROM_CHANNEL_AND_TARGET", keep_old_rows=True),)).reason
 
 
 def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spark, tmp_path):
-    ch = make_channel(tmp_path, adapt_ddl=[{"on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET"}], ddl_processing={
+    ch = make_channel(tmp_path, adapt_ddl=[{"on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET", "keep_old_rows": True}],
+                      ddl_processing={
         "params": TWO_TARGETS + "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.* "
                                 "EXCLUDE OPTYPE DROP OBJNAME hr_hist.*"})
     dept = Txn("d0", 90).ddl(DEPT_DDL, name="DEPT")
@@ -422,6 +432,14 @@ def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spa
     run_pipeline(spark, ch)
     assert not spark.catalog.tableExists(ch.storage.table("gold", "hr_copy__emp").replace("`", ""))
     assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,)]
+    # Created again: the copy starts empty; the history target kept its table at the DROP
+    # and, under KeepOldRows, keeps its rows.
+    write_lines(ch, "src", "f3.jsonl", [*ddl("d5", 170, EMP_DDL, "CREATE TABLE"),
+                                        *ins("t3", 180, {"ID": 3, "NAME": "cy", "CODE": 9})])
+    run_pipeline(spark, ch)
+    assert rows(spark, ch, "gold", "hr_copy__emp", "ID") == [(3,)]
+    assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,), (3,)]
+    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded")[-1] == (170, ["HR_HIST.EMP"])
 
 
 def test_several_map_targets_in_the_pipeline_each_follow_their_own_ddl(spark, tmp_path):
