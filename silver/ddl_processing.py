@@ -16,6 +16,7 @@ cannot take another change than the source did).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from lakestreams.config import Channel
@@ -30,8 +31,10 @@ from silver.goldengate import (
     GgDdlConfig,
     ObjectName,
     TargetDdl,
+    named_in_text,
     process,
 )
+from silver.transforms import ordered
 
 #: The code of an AdaptDDL FAIL decision, for DDLERROR rules (``DDLERROR FAIL IGNORE``).
 FAIL = "FAIL"
@@ -73,6 +76,7 @@ def _change(stmt: DdlStatement) -> tuple:
 def process_ddl(
     reading: DdlReading, text: str, tag: str | None, owner: str | None, config: GgDdlConfig | None,
     number_policy: str = "decimal", integrate_schema: str | None = None,
+    rename: Callable[[str, str], tuple[str, str]] | None = None,
 ) -> Processed:
     """``reading`` (``read_ddl`` of the record as captured) through ``config``'s steps.
     Raises ``silver.goldengate.DdlAbend`` when a DDLERROR rule (or none) says ABEND.
@@ -80,7 +84,9 @@ def process_ddl(
     and was not applied to some, those are named in the revisions' ``excluded`` and, for
     a record that empties the table, in ``truncates_excluded`` (with
     ``integrate_schema``, the AdaptDDL IntegrateSchema of the record's owner, as rows'
-    targets are named); where it was applied to none, no target follows.
+    targets are named); where it was applied to none, no target follows. ``rename`` (owner,
+    table → owner, table: ``rule_renamed``) names the record's table as rule-based renames
+    name its rows, before any MAP sees it.
 
     An AdaptDDL FAIL (the channel's last table dropped, OnEnrollBreak or
     OnAddColumnWithDefault FAIL_INTEG_JOB) is a failure of the target's statement, code
@@ -111,7 +117,16 @@ def process_ddl(
             raise DdlExecutionError(DDL, "DDLSUBST changed what the statement does to the table; the target "
                                          "follows the source dictionary and cannot take another change")
 
-    out = process(DdlRecord(text, tag or None, owner), config, execute, number_policy=number_policy)
+    record = DdlRecord(text, tag or None, owner)
+    if rename is not None and source is not None and source.name is not None:
+        # Rule-based renames first (as rows'), then the MAPs: the table's name is replaced
+        # where it is written, the rest stays as captured.
+        base = (source.owner or owner or "", source.name)
+        to = rename(*base)
+        named = named_in_text(text, 0, ObjectName(*to)) if to != base else None
+        if named is not None:
+            record = DdlRecord(named[0], tag or None, to[0])
+    out = process(record, config, execute, number_policy=number_policy)
     why = f"GoldenGate {out.kind}: {out.reason or 'no target'}"
     discard = why if out.kind == "DISCARDED" else None
     if not any(t.kind == "APPLIED" for t in out.targets):
@@ -152,6 +167,21 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
                       for k, rev in reading.revisions)
     return replace(reading, decision="IGNORE", reason=f"{why}; source: {reading.reason}", revisions=revisions,
                    truncates=None, truncates_excluded=(), reloads=None)
+
+
+def rule_renamed(channel: Channel, owner: str, name: str) -> tuple[str, str]:
+    """The name the clients' declarative renames (RENAME_TABLE, RENAME_SCHEMA) give a source
+    table: the capture's, then the apply's, in their order. A DDL record is named by it
+    before its MAPs, as rows are: the renames are read by table, whichever rule of the
+    client they belong to (Oracle's DDL rule of a table is another rule than its DML rule)."""
+    for streams_type in ("capture", "apply"):
+        client = channel.client(streams_type)
+        for t in ordered(client.transformations) if client is not None else ():
+            if t.kind == "rename_table" and (owner, name) == (t.owner, t.table):
+                owner, name = t.to_owner, t.to_table
+            elif t.kind == "rename_schema" and owner == t.owner:
+                owner = t.to_owner
+    return owner, name
 
 
 def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:

@@ -509,7 +509,7 @@ def _span(node: exp.Expression | None) -> tuple[int, int] | None:
     return min(i.meta["start"] for i in idents), max(i.meta["end"] for i in idents)
 
 
-def _renamed(text: str, which: int, name: ObjectName) -> tuple[str, exp.Expression] | None:
+def named_in_text(text: str, which: int, name: ObjectName) -> tuple[str, exp.Expression] | None:
     """``text`` with its base (``which`` 0) or derived (1) object named ``name``, and the tree
     of the result. The name is replaced where it is written, so everything else stays as
     captured, clauses the parser only reads (``NOT NULL ENABLE``, ``SEGMENT CREATION``,
@@ -684,7 +684,7 @@ def map_base(state: DdlState, config: GgDdlConfig) -> DdlState:
     for rule in state.maps:  # without a tree, ``reparse`` refuses the target (after the filters)
         name, tree, text = rule.target_for(state.base), None, state.text
         if state.tree is not None:
-            done = _renamed(text, 0, name)
+            done = named_in_text(text, 0, name)
             if done is not None:
                 text, tree = done
         targets.append(TargetDdl(name, text, map=rule, tree=tree))
@@ -710,7 +710,7 @@ def map_derived(state: DdlState, config: GgDdlConfig) -> DdlState:
         else:  # its own MAP, else the base target's schema
             name = (rule.target_for(state.derived) if rule
                     else ObjectName(t.name.owner, state.derived.name))
-        done = _renamed(t.text, 1, name)
+        done = named_in_text(t.text, 1, name)
         if done is None:  # refused by ``reparse``, after the filters
             return replace(t, tree=None)
         text, tree = done

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,7 +37,7 @@ from silver.changes import (
     typed_by_revision,
 )
 from silver.condition import is_control_record, is_ddl_lcr
-from silver.ddl_processing import Processed, not_followed, process_ddl, target_names
+from silver.ddl_processing import Processed, not_followed, process_ddl, rule_renamed, target_names
 from silver.dictionary import (
     DDL_LOG_DDL,
     DICTIONARY_DDL,
@@ -391,7 +391,7 @@ def _dictionary_step(
             else:
                 integrate = action_for(actions, owner)
                 done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy,
-                                   integrate.integrate_schema if integrate else None)
+                                   integrate.integrate_schema if integrate else None, partial(rule_renamed, channel))
         except DdlAbend as e:
             raise DdlAbend(f"DDL record of transaction {r['transaction_id']} from {src} at SCN {scn} "
                            f"stops silver batch {batch}: {e}", e.failure, e.record) from e

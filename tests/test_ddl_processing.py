@@ -6,6 +6,7 @@ names DML and DDL targets alike."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import pytest
 import yaml
@@ -18,7 +19,7 @@ from lakestreams.errors import ConfigError
 from lakestreams.pipeline import run_pipeline
 from silver.adaptddl import AdaptDdl
 from silver.changes import change_table_name
-from silver.ddl_processing import process_ddl, target_names
+from silver.ddl_processing import process_ddl, rule_renamed, target_names
 from silver.evolution import read_ddl
 from silver.gg_params import parse_params
 from silver.goldengate import DdlAbend
@@ -440,6 +441,53 @@ def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spa
     assert rows(spark, ch, "gold", "hr_copy__emp", "ID") == [(3,)]
     assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,), (3,)]
     assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded")[-1] == (170, ["HR_HIST.EMP"])
+
+
+STAFF = {"apply": {"rules": [{"table": "hr.emp", "include_ddl": True, "source_database": SRC}],
+                   "transformations": [{"rule": "EMP1", "rename_table": {"from": "hr.emp", "to": "hr.staff"}}]},
+         "ddl_processing": {"params": "MAP hr.staff, TARGET hr_copy.staff;\nMAP hr.staff, TARGET hr_hist.staff;\n"
+                                      "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.*"}}
+
+
+def test_a_ddl_record_is_named_by_rule_based_renames_before_its_maps(tmp_path):
+    """One name mapping for DML and DDL: the rename the table's rows take (attached to its
+    DML rule, not the DDL rule that kept the record) names the DDL too, then the MAPs."""
+    ch = make_channel(tmp_path, **STAFF)
+    assert rule_renamed(ch, "HR", "EMP") == ("HR", "STAFF") and rule_renamed(ch, "HR", "DEPT") == ("HR", "DEPT")
+    assert target_names(ch, "HR", *rule_renamed(ch, "HR", "EMP")) == [("HR_COPY", "STAFF"), ("HR_HIST", "STAFF")]
+    text = "TRUNCATE TABLE emp"
+    reading = read_ddl(emp_created(), text, 110, "HR", (AdaptDdl(),))
+    done = process_ddl(reading, text, None, "HR", ch.ddl_processing, rename=partial(rule_renamed, ch))
+    assert (done.outcome, done.target_ddl) == ("APPLIED", ("TRUNCATE TABLE HR_COPY.STAFF",))
+    assert done.reading.truncates == ("HR", "EMP") and done.reading.truncates_excluded == ("HR_HIST.STAFF",)
+    # Named as captured, the table is one no MAP names: DDL INCLUDE MAPPED takes it nowhere.
+    done = process_ddl(reading, text, None, "HR", ch.ddl_processing)
+    assert done.outcome == "EXCLUDED" and done.reading.truncates is None
+
+
+def test_rule_renamed_table_in_the_pipeline_takes_its_ddl_at_each_map_target(spark, tmp_path):
+    ch = make_channel(tmp_path, **STAFF)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+        *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
+        *ddl("d3", 150, "ALTER TABLE hr.emp ADD (note VARCHAR2(20))"),
+        *Txn("t3", 160).row("INSERT", "EMP", new={"ID": 3, "NAME": "cy", "CODE": 9, "NOTE": "new"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    # The copy was emptied at SCN 130; the history target, which excluded the TRUNCATE,
+    # keeps row 1. Both take the new column.
+    assert rows(spark, ch, "gold", "hr_copy__staff", "ID", "NOTE") == [(2, None), (3, "new")]
+    assert rows(spark, ch, "gold", "hr_hist__staff", "ID", "NOTE") == [(1, None), (2, None), (3, "new")]
+    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded", "target_ddl") == [
+        (100, [], ["CREATE TABLE HR_COPY.STAFF (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+                   "CONSTRAINT emp_pk PRIMARY KEY (id))",
+                   "CREATE TABLE HR_HIST.STAFF (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+                   "CONSTRAINT emp_pk PRIMARY KEY (id))"]),
+        (130, ["HR_HIST.STAFF"], ["TRUNCATE TABLE HR_COPY.STAFF"]),
+        (150, [], ["ALTER TABLE HR_COPY.STAFF ADD (note VARCHAR2(20))", "ALTER TABLE HR_HIST.STAFF ADD (note VARCHAR2(20))"]),
+    ]
 
 
 def test_several_map_targets_in_the_pipeline_each_follow_their_own_ddl(spark, tmp_path):
