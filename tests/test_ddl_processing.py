@@ -406,53 +406,18 @@ def test_a_truncate_or_drop_left_out_of_one_map_target_leaves_that_target_whole(
         history, EMP_DDL, 130, "HR", (AdaptDdl(on_drop_table="DROP_FROM_CHANNEL_AND_TARGET", keep_old_rows=True),)).reason
 
 
-def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spark, tmp_path):
-    ch = make_channel(tmp_path, adapt_ddl=[{"on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET", "keep_old_rows": True}],
-                      ddl_processing={
-        "params": TWO_TARGETS + "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.* "
-                                "EXCLUDE OPTYPE DROP OBJNAME hr_hist.*"})
-    dept = Txn("d0", 90).ddl(DEPT_DDL, name="DEPT")
-    dept.records[0]["command_type"] = "CREATE TABLE"
-    write_lines(ch, "src", "f1.jsonl", [
-        *dept.commit(),
-        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
-        *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
-        *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
-        *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
-    ])
-    run_pipeline(spark, ch)
-    # The copy is emptied at SCN 130; the history target, which excluded the TRUNCATE, keeps row 1.
-    assert rows(spark, ch, "gold", "hr_copy__emp", "ID", "NAME") == [(2, "bob")]
-    assert rows(spark, ch, "gold", "hr_hist__emp", "ID", "NAME") == [(1, "ann"), (2, "bob")]
-    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded") == [
-        (90, []), (100, []), (130, ["HR_HIST.EMP"])]
-    # A TRUNCATE in a batch without rows of the table reaches only the target it was applied
-    # to; the DROP takes the copy's gold table with it, the history target keeps its table.
-    write_lines(ch, "src", "f2.jsonl", [*ddl("d3", 150, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
-                                        *ddl("d4", 160, "DROP TABLE hr.emp", "DROP TABLE")])
-    run_pipeline(spark, ch)
-    assert not spark.catalog.tableExists(ch.storage.table("gold", "hr_copy__emp").replace("`", ""))
-    assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,)]
-    # Created again: the copy starts empty; the history target kept its table at the DROP
-    # and, under KeepOldRows, keeps its rows.
-    write_lines(ch, "src", "f3.jsonl", [*ddl("d5", 170, EMP_DDL, "CREATE TABLE"),
-                                        *ins("t3", 180, {"ID": 3, "NAME": "cy", "CODE": 9})])
-    run_pipeline(spark, ch)
-    assert rows(spark, ch, "gold", "hr_copy__emp", "ID") == [(3,)]
-    assert rows(spark, ch, "gold", "hr_hist__emp", "ID") == [(1,), (2,), (3,)]
-    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded")[-1] == (170, ["HR_HIST.EMP"])
-
-
-STAFF = {"apply": {"rules": [{"table": "hr.emp", "include_ddl": True, "source_database": SRC}],
-                   "transformations": [{"rule": "EMP1", "rename_table": {"from": "hr.emp", "to": "hr.staff"}}]},
-         "ddl_processing": {"params": "MAP hr.staff, TARGET hr_copy.staff;\nMAP hr.staff, TARGET hr_hist.staff;\n"
-                                      "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.*"}}
+#: The table's rows are renamed HR.STAFF by a rule-based transformation on its DML rule;
+#: two MAPs name the renamed table (rule-based renames first, then MAP targets).
+STAFF_RULES = {"rules": [{"table": "hr.emp", "include_ddl": True, "source_database": SRC}],
+               "transformations": [{"rule": "EMP1", "rename_table": {"from": "hr.emp", "to": "hr.staff"}}]}
+STAFF_MAPS = ("MAP hr.staff, TARGET hr_copy.staff;\nMAP hr.staff, TARGET hr_hist.staff;\n"
+              "DDL INCLUDE MAPPED EXCLUDE OPTYPE TRUNCATE OBJNAME hr_hist.* ")
 
 
 def test_a_ddl_record_is_named_by_rule_based_renames_before_its_maps(tmp_path):
     """One name mapping for DML and DDL: the rename the table's rows take (attached to its
     DML rule, not the DDL rule that kept the record) names the DDL too, then the MAPs."""
-    ch = make_channel(tmp_path, **STAFF)
+    ch = make_channel(tmp_path, apply=STAFF_RULES, ddl_processing={"params": STAFF_MAPS})
     assert rule_renamed(ch, "HR", "EMP") == ("HR", "STAFF") and rule_renamed(ch, "HR", "DEPT") == ("HR", "DEPT")
     assert target_names(ch, "HR", *rule_renamed(ch, "HR", "EMP")) == [("HR_COPY", "STAFF"), ("HR_HIST", "STAFF")]
     text = "TRUNCATE TABLE emp"
@@ -465,29 +430,48 @@ def test_a_ddl_record_is_named_by_rule_based_renames_before_its_maps(tmp_path):
     assert done.outcome == "EXCLUDED" and done.reading.truncates is None
 
 
-def test_rule_renamed_table_in_the_pipeline_takes_its_ddl_at_each_map_target(spark, tmp_path):
-    ch = make_channel(tmp_path, **STAFF)
+def test_map_targets_in_the_pipeline_truncated_and_dropped_each_as_processed(spark, tmp_path):
+    """Two MAP targets of a table renamed by a rule: each takes the DDL applied to it (named
+    as its rows are), and a TRUNCATE, a DROP or a table created again acts per target."""
+    ch = make_channel(tmp_path, adapt_ddl=[{"on_drop_table": "DROP_FROM_CHANNEL_AND_TARGET", "keep_old_rows": True}],
+                      apply=STAFF_RULES, ddl_processing={"params": STAFF_MAPS + "EXCLUDE OPTYPE DROP OBJNAME hr_hist.*"})
+    dept = Txn("d0", 90).ddl(DEPT_DDL, name="DEPT")
+    dept.records[0]["command_type"] = "CREATE TABLE"
     write_lines(ch, "src", "f1.jsonl", [
+        *dept.commit(),
         *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
         *ins("t1", 120, {"ID": 1, "NAME": "ann", "CODE": 7}),
         *ddl("d2", 130, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
         *ins("t2", 140, {"ID": 2, "NAME": "bob", "CODE": 8}),
         *ddl("d3", 150, "ALTER TABLE hr.emp ADD (note VARCHAR2(20))"),
-        *Txn("t3", 160).row("INSERT", "EMP", new={"ID": 3, "NAME": "cy", "CODE": 9, "NOTE": "new"}).commit(),
+        *Txn("t3", 165).row("INSERT", "EMP", new={"ID": 3, "NAME": "cy", "CODE": 9, "NOTE": "new"}).commit(),
     ])
     run_pipeline(spark, ch)
-    # The copy was emptied at SCN 130; the history target, which excluded the TRUNCATE,
-    # keeps row 1. Both take the new column.
+    # The copy is emptied at SCN 130; the history target, which excluded the TRUNCATE, keeps
+    # row 1. Both take the new column.
     assert rows(spark, ch, "gold", "hr_copy__staff", "ID", "NOTE") == [(2, None), (3, "new")]
     assert rows(spark, ch, "gold", "hr_hist__staff", "ID", "NOTE") == [(1, None), (2, None), (3, "new")]
-    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded", "target_ddl") == [
-        (100, [], ["CREATE TABLE HR_COPY.STAFF (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
-                   "CONSTRAINT emp_pk PRIMARY KEY (id))",
-                   "CREATE TABLE HR_HIST.STAFF (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
-                   "CONSTRAINT emp_pk PRIMARY KEY (id))"]),
+    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded", "target_ddl")[1:] == [
+        (100, [], [f"CREATE TABLE HR_{t}.STAFF (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+                   "CONSTRAINT emp_pk PRIMARY KEY (id))" for t in ("COPY", "HIST")]),
         (130, ["HR_HIST.STAFF"], ["TRUNCATE TABLE HR_COPY.STAFF"]),
-        (150, [], ["ALTER TABLE HR_COPY.STAFF ADD (note VARCHAR2(20))", "ALTER TABLE HR_HIST.STAFF ADD (note VARCHAR2(20))"]),
+        (150, [], [f"ALTER TABLE HR_{t}.STAFF ADD (note VARCHAR2(20))" for t in ("COPY", "HIST")]),
     ]
+    # A TRUNCATE in a batch without rows of the table reaches only the target it was applied
+    # to; the DROP takes the copy's gold table with it, the history target keeps its table.
+    write_lines(ch, "src", "f2.jsonl", [*ddl("d4", 170, "TRUNCATE TABLE hr.emp", "TRUNCATE TABLE"),
+                                        *ddl("d5", 180, "DROP TABLE hr.emp", "DROP TABLE")])
+    run_pipeline(spark, ch)
+    assert not spark.catalog.tableExists(ch.storage.table("gold", "hr_copy__staff").replace("`", ""))
+    assert rows(spark, ch, "gold", "hr_hist__staff", "ID") == [(1,), (2,), (3,)]
+    # Created again: the copy starts empty; the history target kept its table at the DROP
+    # and, under KeepOldRows, keeps its rows.
+    write_lines(ch, "src", "f3.jsonl", [*ddl("d6", 190, EMP_DDL, "CREATE TABLE"),
+                                        *ins("t4", 200, {"ID": 4, "NAME": "di", "CODE": 4})])
+    run_pipeline(spark, ch)
+    assert rows(spark, ch, "gold", "hr_copy__staff", "ID") == [(4,)]
+    assert rows(spark, ch, "gold", "hr_hist__staff", "ID") == [(1,), (2,), (3,), (4,)]
+    assert rows(spark, ch, "silver", "ddl_log", "commit_scn", "truncates_excluded")[-1] == (190, ["HR_HIST.STAFF"])
 
 
 def test_several_map_targets_in_the_pipeline_each_follow_their_own_ddl(spark, tmp_path):
