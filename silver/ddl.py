@@ -32,7 +32,7 @@ from silver.dictionary import (
     refuse_subqueries,
     table_with_keys,
 )
-from silver.oracle_ddl import ConstraintRename, OracleDdl
+from silver.oracle_ddl import ConstraintRename, OracleDdl, ProcedureCalls
 from silver.types import ColumnType, map_oracle_type
 
 #: Object types whose DDL changes no table structure (still logged, and scoped by filters).
@@ -127,8 +127,19 @@ class Physical:
     text: str
 
 
+@dataclass(frozen=True)
+class Redefinition:
+    """``DBMS_REDEFINITION.FINISH_REDEF_TABLE``: the table takes the structure of the
+    interim table ``owner.name`` (and the interim the table's); ``partition``: only that
+    partition was redefined (storage: the table's structure is unchanged)."""
+
+    owner: str
+    name: str
+    partition: str | None = None
+
+
 Action = (AddColumn | DropColumn | RenameColumn | ModifyColumn | AddConstraint | DropConstraint | RenameIndex
-          | RenameConstraint | RenameTable | Physical)
+          | RenameConstraint | RenameTable | Physical | Redefinition)
 
 
 @dataclass(frozen=True)
@@ -357,9 +368,68 @@ def parse_ddl(text: str, number_policy: str = "decimal") -> DdlStatement:
                            "which no record names: apply it by hand and load those tables from a snapshot")
         owner, name = _name(_one_table(tree.expressions, "TRUNCATE TABLE"))
         return DdlStatement("TRUNCATE TABLE", "TABLE", owner, name)
+    if isinstance(tree, ProcedureCalls) or (isinstance(tree, exp.Dot) and isinstance(tree.expression, exp.Anonymous)):
+        return _procedure_calls(tree.expressions if isinstance(tree, ProcedureCalls) else [tree])
     if isinstance(tree, exp.Command):
         raise DdlError(f"statement not understood by the DDL parser: {text.strip()[:80]}")
     raise DdlError(f"not a DDL statement this parser knows: {text.strip()[:80]}")
+
+
+#: DBMS_REDEFINITION.FINISH_REDEF_TABLE's parameters, in order.
+FINISH_REDEF_PARAMETERS = ("UNAME", "ORIG_TABLE", "INT_TABLE", "PART_NAME", "DML_LOCK_TIMEOUT",
+                           "CONTINUE_AFTER_ERRORS", "DISABLE_ROLLBACK")
+
+
+def _procedure_calls(calls: list[exp.Expression]) -> DdlStatement:
+    """PL/SQL calls (procedural replication): of DBMS_REDEFINITION only. Its
+    FINISH_REDEF_TABLE swaps a table with its interim table (a ``Redefinition``); its other
+    procedures (START_REDEF_TABLE, SYNC_INTERIM_TABLE, COPY_TABLE_DEPENDENTS, ABORT_…) leave
+    the table as it is. Anything else is refused with what it called."""
+    names = []
+    for call in calls:
+        if not (isinstance(call, exp.Dot) and isinstance(call.this, exp.Identifier)
+                and isinstance(call.expression, exp.Anonymous)):
+            raise DdlError(f"a PL/SQL block of calls to DBMS_REDEFINITION only is read; this one has {call.sql()[:60]}")
+        names.append((call.this.name.upper(), str(call.expression.this).upper()))
+    other = [f"{p}.{n}" for p, n in names if p != "DBMS_REDEFINITION"]
+    if other or not calls:
+        raise DdlError(f"PL/SQL calls are read for DBMS_REDEFINITION only; this record calls {other[0] if other else 'nothing'}")
+    finish = [c for c, (_, n) in zip(calls, names, strict=True) if n == "FINISH_REDEF_TABLE"]
+    if not finish:
+        return DdlStatement("IGNORED", "DBMS_REDEFINITION", None, None)
+    if len(finish) > 1:
+        raise DdlError("one record finishes one redefinition; this one calls FINISH_REDEF_TABLE "
+                       f"{len(finish)} times")
+    args: dict[str, str | None] = {}
+    for i, arg in enumerate(finish[0].expression.expressions):
+        name = arg.this.name.upper() if isinstance(arg, exp.Kwarg) else (
+            FINISH_REDEF_PARAMETERS[i] if i < len(FINISH_REDEF_PARAMETERS) else None)
+        value = arg.expression if isinstance(arg, exp.Kwarg) else arg
+        if name not in FINISH_REDEF_PARAMETERS or name in args:
+            raise DdlError(f"FINISH_REDEF_TABLE takes {', '.join(FINISH_REDEF_PARAMETERS)} once each; "
+                           f"argument {i + 1} is {arg.sql()[:40]}")
+        if isinstance(value, exp.Null):
+            args[name] = None
+        elif isinstance(value, exp.Literal) and value.is_string:
+            args[name] = value.this
+        elif name in FINISH_REDEF_PARAMETERS[:4]:
+            raise DdlError(f"FINISH_REDEF_TABLE's {name} must be a string literal, not {value.sql()[:40]}")
+    missing = [p for p in FINISH_REDEF_PARAMETERS[:3] if not args.get(p)]
+    if missing:
+        raise DdlError(f"FINISH_REDEF_TABLE names no {', '.join(missing)}")
+    owner, orig, interim = (_object_name(args[p], p) for p in FINISH_REDEF_PARAMETERS[:3])
+    partition = args.get("PART_NAME")
+    return DdlStatement("DBMS_REDEFINITION", "TABLE", owner, orig, (Redefinition(owner, interim, partition),))
+
+
+def _object_name(text: str, parameter: str) -> str:
+    """A name passed as a string: upper case, unless written in double quotes (as Oracle
+    reads DBMS_REDEFINITION's names); a plain identifier either way."""
+    quoted = len(text) > 1 and text[0] == text[-1] == '"'
+    name = text[1:-1] if quoted else text.upper()
+    if not name or '"' in name or not name.replace("_", "").replace("$", "").replace("#", "").isalnum():
+        raise DdlError(f"FINISH_REDEF_TABLE's {parameter} {text!r} is not a plain name")
+    return name
 
 
 def evolve(table: TableDef, stmt: DdlStatement) -> TableDef:

@@ -30,8 +30,14 @@ from lakestreams.errors import DdlError
 from lakestreams.faults import kill_point
 from silver.adaptddl import AdaptDdl, Decision, adapt, patterns_govern, table_to_add, type_change
 from silver.ddl import (
+    AddColumn,
+    AddConstraint,
+    ColumnSpec,
     DdlStatement,
+    DropColumn,
     DropConstraint,
+    ModifyColumn,
+    Physical,
     RenameColumn,
     RenameTable,
     evolve,
@@ -150,6 +156,71 @@ def read_ddl(
         stmt = parse_ddl(text, number_policy)
     except DdlError as e:
         return DdlReading("ERROR", "ERROR", str(e), code="PARSE")
+
+    def read(s: DdlStatement) -> DdlReading:
+        return _read_statement(history, s, scn, default_owner, actions, elsewhere, current_schema, declared)
+
+    if stmt.kind == "DBMS_REDEFINITION":
+        return _read_redefinition(history, stmt, scn, default_owner, read)
+    return read(stmt)
+
+
+def _read_redefinition(history: dict[tuple[str, str], list[Revision]], stmt: DdlStatement, scn: int,
+                       default_owner: str | None, read: Callable[[DdlStatement], DdlReading]) -> DdlReading:
+    """FINISH_REDEF_TABLE: the table takes its interim table's structure, which the
+    dictionary holds from the interim's CREATE TABLE (HVR re-inspects the table). A
+    redefinition of storage only (partitioning, compression, tablespace, LOB storage)
+    leaves columns, types and key as they were: nothing for the target to do. One that
+    changes them is read as the ALTER TABLE making the same changes (a column renamed
+    is a column dropped and one added), decided as that ALTER TABLE would be. The interim
+    table takes the table's old structure."""
+    redef = stmt.actions[0]
+    key, interim_key = (stmt.owner or default_owner, stmt.name), (redef.owner, redef.name)
+    live, interim = _latest(history, key), _latest(history, interim_key)
+    for k, rev in ((key, live), (interim_key, interim)):
+        if rev is None or rev.status != "TABLE":
+            return DdlReading(stmt.kind, "ERROR", f"{k[0]}.{k[1]} is not in the source dictionary (its CREATE TABLE "
+                              "record was not seen): the redefinition cannot be followed", code="942")
+    label = f"{key[0]}.{key[1]} redefined with interim table {interim_key[0]}.{interim_key[1]}"
+    changes = () if redef.partition else structure_changes(live.table, interim.table)
+    alter = DdlStatement("ALTER TABLE", "TABLE", key[0], key[1], changes or (Physical(stmt.kind),))
+    reading = read(alter)
+    swapped = replace(live.table, owner=interim_key[0], name=interim_key[1])
+    if reading.decision == "ERROR" or swapped == interim.table:
+        return replace(reading, statement=stmt.kind, reason=f"{label}: {reading.reason}")
+    interim_rev = replace(interim, scn=scn, table=swapped, renames=(),
+                          decision=interim.decision if interim.decision == OUTSIDE else "IGNORE")
+    return replace(reading, statement=stmt.kind, reason=f"{label}: {reading.reason}",
+                   revisions=(*reading.revisions, (interim_key, interim_rev)))
+
+
+def structure_changes(before: TableDef, after: TableDef) -> tuple:
+    """The ALTER TABLE actions that make ``before``'s columns, types, NULL-ness and key
+    constraints ``after``'s (column order aside; keys compared by kind and columns)."""
+    old, new = {c.name: c for c in before.columns}, {c.name: c for c in after.columns}
+    old_keys = {(k, cols): n for n, k, cols in before.constraints}
+    new_keys = {(k, cols): n for n, k, cols in after.constraints}
+    drops = [DropConstraint(kind="PRIMARY KEY") if k == "PRIMARY KEY" else DropConstraint(kind="UNIQUE", columns=cols)
+             if k == "UNIQUE" else DropConstraint(name=n, kind="INDEX")
+             for (k, cols), n in old_keys.items() if (k, cols) not in new_keys]
+    drops += [DropColumn(n) for n in old if n not in new]
+    adds = [AddColumn(ColumnSpec(c.name, c.type, c.nullable, c.default, c.virtual)) for c in after.columns
+            if c.name not in old]
+    modifies = [ModifyColumn(ColumnSpec(
+        c.name, c.type if c.type != old[c.name].type else None,
+        c.nullable if c.nullable != old[c.name].nullable else None,
+        c.default if c.default != old[c.name].default else None))
+        for c in after.columns if c.name in old and (c.type, c.nullable, c.default) != (
+            old[c.name].type, old[c.name].nullable, old[c.name].default)]
+    keys = [AddConstraint(k, cols, n) for (k, cols), n in new_keys.items() if (k, cols) not in old_keys]
+    return (*drops, *adds, *modifies, *keys)
+
+
+def _read_statement(
+    history: dict[tuple[str, str], list[Revision]], stmt: DdlStatement, scn: int, default_owner: str | None,
+    actions: tuple[AdaptDdl, ...], elsewhere: bool, current_schema: str | None, declared: frozenset[tuple[str, str]],
+) -> DdlReading:
+    """``read_ddl`` of the statement a record was parsed into."""
     if stmt.kind == "IGNORED":
         return DdlReading(f"IGNORED {stmt.object_type}", "IGNORE", f"{stmt.object_type} statements carry no rows")
     if stmt.kind in ("DROP INDEX", "ALTER INDEX"):

@@ -11,6 +11,10 @@ dialect teaches the parser those, so that every form reaches the same tree:
 - ``TRUNCATE TABLE t`` with Oracle's options (``REUSE STORAGE``, ``DROP [ALL] STORAGE``,
   ``PRESERVE``/``PURGE MATERIALIZED VIEW LOG``, ``CASCADE``);
 - ``ALTER TABLE … RENAME CONSTRAINT a TO b``: a ``ConstraintRename``;
+- PL/SQL procedure calls, as a capture of procedural replication writes them (``BEGIN
+  pkg.proc(…); …; END;``, ``CALL pkg.proc(…)``, ``EXEC[UTE] pkg.proc(…)``, or the bare
+  call): a ``ProcedureCalls`` holding each call as sqlglot reads an expression (named
+  arguments ``name => value`` as ``exp.Kwarg``);
 - ``RENAME a TO b``: the same ``exp.Alter`` with an ``exp.AlterRename`` as ``ALTER TABLE a
   RENAME TO b`` (GoldenGate's Extract turns the one into the other too);
 - ``CREATE [UNIQUE] INDEX owner.name ON table (columns)``, the storage and build options
@@ -77,6 +81,12 @@ class ConstraintRename(exp.Expression):
     arg_types: t.ClassVar = {"this": True, "to": True}
 
 
+class ProcedureCalls(exp.Expression):
+    """PL/SQL procedure calls (``pkg.proc(args)``), in order: a block's, or one."""
+
+    arg_types: t.ClassVar = {"expressions": True}
+
+
 class OracleDdlParser(OracleParser):
     """The Oracle parser with the replication stream's DDL (see the module docstring)."""
 
@@ -92,6 +102,7 @@ class OracleDdlParser(OracleParser):
     STATEMENT_PARSERS: t.ClassVar = {
         **OracleParser.STATEMENT_PARSERS,
         TokenType.RENAME: lambda self: self._parse_rename_statement(),
+        TokenType.EXECUTE: lambda self: self.expression(ProcedureCalls(expressions=[self._parse_expression()])),
     }
 
     CONSTRAINT_PARSERS: t.ClassVar = {
@@ -113,6 +124,18 @@ class OracleDdlParser(OracleParser):
         **{k: (lambda self: self._physical_clause()) for k in PHYSICAL_TABLE_PROPERTIES},
         "PARTITION BY": lambda self: self._physical_clause(),
     }
+
+    def _parse(self, parse_method: t.Callable, raw_tokens: list[tokens.Token], sql: str | None = None,
+               ) -> list[exp.Expr | None]:
+        """A PL/SQL block (``BEGIN … END;``) is one statement: its calls are read as the
+        statements between its semicolons, and come back as one ``ProcedureCalls``."""
+        end = len(raw_tokens)
+        while end and raw_tokens[end - 1].token_type == TokenType.SEMICOLON:
+            end -= 1
+        if end < 2 or raw_tokens[0].token_type != TokenType.BEGIN or raw_tokens[end - 1].text.upper() != "END":
+            return super()._parse(parse_method, raw_tokens, sql)
+        calls = [c for c in super()._parse(parse_method, raw_tokens[1:end - 1], sql) if c is not None]
+        return [ProcedureCalls(expressions=calls)]
 
     # -- helpers ---------------------------------------------------------------------------
     def _skip_balanced(self) -> None:
@@ -410,8 +433,10 @@ class OracleDdl(Oracle):
     """Oracle, as the capture's DDL records write it."""
 
     class Tokenizer(Oracle.Tokenizer):
-        # RENAME is a statement here, not a command whose text is kept as a string.
-        COMMANDS = {c for c in tokens.Tokenizer.COMMANDS if c != TokenType.RENAME}
+        # RENAME is a statement here, not a command whose text is kept as a string; so are
+        # the procedure calls CALL, EXEC and EXECUTE.
+        COMMANDS = {c for c in tokens.Tokenizer.COMMANDS if c not in (TokenType.RENAME, TokenType.EXECUTE)}
+        KEYWORDS: t.ClassVar = {**Oracle.Tokenizer.KEYWORDS, "CALL": TokenType.EXECUTE, "EXEC": TokenType.EXECUTE}
 
     Parser = OracleDdlParser
 

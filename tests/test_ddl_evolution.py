@@ -109,7 +109,8 @@ ADDED, RENAMED, WIDENED, RETYPED, DROPPED, TRUNCATED, REMADE = (
 #: CREATE; HR's OnDropTable keeps the target, with what was applied before the DROP.
 FLEETING = Scenario("FLEETING")
 #: HVR's rows for statements the target does not follow (physical, secondary index, foreign
-#: key, tablespace, sequence, trigger, procedure, user, synonym), rows on both sides.
+#: key, tablespace, sequence, trigger, procedure, function, user, role, directory, synonym,
+#: view), rows on both sides.
 QUIET = Scenario("QUIET")
 QUIET_DDL = [
     ("ALTER TABLE hr.quiet MOVE TABLESPACE users2 ONLINE", "ALTER TABLE", "QUIET"),
@@ -126,7 +127,30 @@ QUIET_DDL = [
     ("CREATE OR REPLACE PROCEDURE hr.quiet_proc AS BEGIN NULL; END;", "CREATE PROCEDURE", "QUIET_PROC"),
     ("CREATE USER quiet_user IDENTIFIED BY secret", "CREATE USER", "QUIET_USER"),
     ("CREATE SYNONYM hr.quiet_syn FOR hr.quiet", "CREATE SYNONYM", "QUIET_SYN"),
+    ("CREATE OR REPLACE VIEW hr.quiet_v AS SELECT id FROM hr.quiet", "CREATE VIEW", "QUIET_V"),
+    ("DROP VIEW hr.quiet_v", "DROP VIEW", "QUIET_V"),
+    ("DROP SYNONYM hr.quiet_syn", "DROP SYNONYM", "QUIET_SYN"),
+    ("DROP TRIGGER hr.quiet_trg", "DROP TRIGGER", "QUIET_TRG"),
+    ("DROP PROCEDURE hr.quiet_proc", "DROP PROCEDURE", "QUIET_PROC"),
+    ("CREATE OR REPLACE FUNCTION hr.quiet_fn RETURN NUMBER AS BEGIN RETURN 1; END;", "CREATE FUNCTION", "QUIET_FN"),
+    ("ALTER FUNCTION hr.quiet_fn COMPILE", "ALTER FUNCTION", "QUIET_FN"),
+    ("DROP FUNCTION hr.quiet_fn", "DROP FUNCTION", "QUIET_FN"),
+    ("ALTER USER quiet_user QUOTA 10M ON users2", "ALTER USER", "QUIET_USER"),
+    ("DROP USER quiet_user CASCADE", "DROP USER", "QUIET_USER"),
+    ("CREATE ROLE quiet_role", "CREATE ROLE", "QUIET_ROLE"),
+    ("ALTER ROLE quiet_role NOT IDENTIFIED", "ALTER ROLE", "QUIET_ROLE"),
+    ("DROP ROLE quiet_role", "DROP ROLE", "QUIET_ROLE"),
+    ("CREATE OR REPLACE DIRECTORY quiet_dir AS '/tmp/quiet'", "CREATE DIRECTORY", "QUIET_DIR"),
+    ("DROP DIRECTORY quiet_dir", "DROP DIRECTORY", "QUIET_DIR"),
 ]
+#: HVR's dbms_redefinition rows: REDEFINED's interim table has a column more and a wider
+#: one (read as the ALTER TABLE that makes them: the target follows); STORED's differs in
+#: storage only (nothing to follow), then an ALTER TABLE is followed on its own.
+REDEFINED, STORED = Scenario("REDEFINED"), Scenario("STORED")
+REDEFINED_INT = ("CREATE TABLE hr.redefined_int (id NUMBER(4) NOT NULL, name VARCHAR2(40), code NUMBER(5), "
+                 "note VARCHAR2(20), CONSTRAINT redefined_int_pk PRIMARY KEY (id)) PARTITION BY HASH (id) PARTITIONS 4")
+STORED_INT = ("CREATE TABLE hr.stored_int (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+              "CONSTRAINT stored_int_pk PRIMARY KEY (id)) COMPRESS TABLESPACE users2")
 #: The primary key moves to another column: rows are found by the new key from its SCN.
 KEYED = Scenario("KEYED")
 #: A column made smaller (ALTER, then a refresh), and one encrypted (a refresh: the values
@@ -167,6 +191,7 @@ FIRST_LANDING = [
     *GONE.created(), *RULED.created(),
     *FLEETING.created(), *FLEETING.ddl("d2", 130, "DROP TABLE hr.emp", "DROP TABLE"),
     *QUIET.created(), *KEYED.created(), *SHRUNK.created(), *ENCRYPTED.created(),
+    *REDEFINED.created(), *STORED.created(),
     *TAB_1.created(), *TMP_X.created(), *TMP_Y.created(), *TMP_Z.created(), *TAB_OUT.created(),
 ]
 SECOND_LANDING = [
@@ -174,6 +199,17 @@ SECOND_LANDING = [
     *[rec for i, (text, verb, name) in enumerate(QUIET_DDL)
       for rec in ddl(f"QUIET.d{i + 2}", 210 + i, text, verb, name)],
     *QUIET.upd("t3", 300, 1, {"ID": 1, "CODE": 9}),
+    *REDEFINED.upd("t2", 190, 1, {"ID": 1, "NAME": "anne"}),
+    *ddl("REDEFINED.d2", 195, REDEFINED_INT, "CREATE TABLE", "REDEFINED_INT"),
+    *ddl("REDEFINED.d3", 200, "BEGIN DBMS_REDEFINITION.FINISH_REDEF_TABLE(uname => 'HR', orig_table => 'REDEFINED', "
+                              "int_table => 'REDEFINED_INT'); END;", "EXECUTE PROCEDURE", "REDEFINED"),
+    *REDEFINED.ins("t3", 210, {"ID": 2, "NAME": "a name longer than ten", "CODE": 8, "NOTE": "new"}),
+    *STORED.upd("t2", 190, 1, {"ID": 1, "NAME": "anne"}),
+    *ddl("STORED.d2", 195, STORED_INT, "CREATE TABLE", "STORED_INT"),
+    *ddl("STORED.d3", 200, "EXEC DBMS_REDEFINITION.FINISH_REDEF_TABLE('HR', 'STORED', 'STORED_INT')",
+         "EXECUTE PROCEDURE", "STORED"),
+    *STORED.ddl("d4", 205, "ALTER TABLE hr.emp ADD (note VARCHAR2(20))"),
+    *STORED.ins("t3", 220, {"ID": 2, "NAME": "bob", "CODE": 8, "NOTE": "n"}),
     *KEYED.ddl("d2", 200, "ALTER TABLE hr.emp DROP PRIMARY KEY"),
     *KEYED.ddl("d3", 210, "ALTER TABLE hr.emp ADD CONSTRAINT keyed_pk2 PRIMARY KEY (code)"),
     # Found by its new key (CODE 7); an ID that is no longer a key may repeat.
@@ -277,13 +313,15 @@ def test_the_ddl_step_before_gold_gives_each_table_its_ddl(spark, evolved):
     assert done == ["    done: gold hr__renamed: renamed NAME to FULL_NAME"], shown
     assert shown.index("RENAME COLUMN name TO full_name\n") < shown.index(done[0])
     assert [line.split(":")[0] for line in lines] == [
-        "gold hr__dropped", "gold hr__remade", "gold hr__renamed", "gold hr__retyped", "gold hr__widened",
-        "gold sales__gone"], lines
+        "gold hr__dropped", "gold hr__redefined", "gold hr__remade", "gold hr__renamed", "gold hr__retyped",
+        "gold hr__stored", "gold hr__widened", "gold sales__gone"], lines
     assert lines[0] == "gold hr__dropped: dropped CODE", lines
-    assert lines[1] == "gold hr__remade: added HIRED TIMESTAMP_NTZ", lines
-    assert lines[2] == "gold hr__renamed: renamed NAME to FULL_NAME", lines
-    assert lines[4].endswith("widened CODE to BIGINT"), lines
-    assert lines[5] == "gold sales__gone: dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)"
+    assert lines[1] == "gold hr__redefined: added NOTE STRING", lines
+    assert lines[2] == "gold hr__remade: added HIRED TIMESTAMP_NTZ", lines
+    assert lines[3] == "gold hr__renamed: renamed NAME to FULL_NAME", lines
+    assert lines[5] == "gold hr__stored: added NOTE STRING", lines
+    assert lines[6].endswith("widened CODE to BIGINT"), lines
+    assert lines[7] == "gold sales__gone: dropped with its source table (OnDropTable=DROP_FROM_CHANNEL_AND_TARGET)"
     assert evolved.again == "gold tables hold their targets' columns: no DDL to apply"
 
 
@@ -347,6 +385,20 @@ def test_statements_the_target_does_not_follow_leave_it_as_it_is(spark, evolved)
     # Ignored: no revision of the table, nothing done to the target.
     assert set(decided.values()) == {("IGNORE", None)}, decided
     assert gold(spark, ch, QUIET.gold_table) == {"columns": ["CODE", "ID", "NAME"], "rows": {(9, 1, "before")}}
+
+
+def test_dbms_redefinition_is_followed_as_the_structure_it_changes(spark, evolved):
+    ch = evolved.channel
+    # Columns, types or key changed: read as the ALTER TABLE making the change, the target follows.
+    assert ddl_log(spark, ch, REDEFINED.name)[1:] == [(200, "DBMS_REDEFINITION", "ALTER")]
+    assert gold(spark, ch, REDEFINED.gold_table) == {
+        "columns": ["CODE", "ID", "NAME", "NOTE"], "rows": {(7, 1, "anne", None), (8, 2, "a name longer than ten", "new")}}
+    # Storage only: nothing to follow (no revision); the ALTER TABLE after it is followed on its own.
+    log = spark.table(ch.storage.table("silver", "ddl_log").replace("`", "")).where("transaction_id = 'STORED.d3'")
+    assert [(r["decision"], r["revision_scn"]) for r in log.collect()] == [("IGNORE", None)]
+    assert ddl_log(spark, ch, STORED.name)[1:] == [(200, "DBMS_REDEFINITION", "IGNORE"), (205, "ALTER TABLE", "ALTER")]
+    assert gold(spark, ch, STORED.gold_table) == {
+        "columns": ["CODE", "ID", "NAME", "NOTE"], "rows": {(7, 1, "anne", None), (8, 2, "bob", "n")}}
 
 
 def test_a_new_primary_key_finds_rows_by_its_columns(spark, evolved):

@@ -15,6 +15,7 @@ from silver.ddl import (
     DropConstraint,
     ModifyColumn,
     Physical,
+    Redefinition,
     RenameColumn,
     RenameConstraint,
     RenameTable,
@@ -418,3 +419,72 @@ def test_keys_follow_renames_and_drops():
 def test_changes_the_table_cannot_take_are_refused(text, message):
     with pytest.raises(DdlError, match=message):
         evolve(EMP, parse_ddl(text))
+
+
+FINISH = "DBMS_REDEFINITION.FINISH_REDEF_TABLE"
+
+
+@pytest.mark.parametrize("text", [
+    f"BEGIN {FINISH}('HR', 'EMP', 'INT_EMP'); END;",
+    f"BEGIN\n  DBMS_REDEFINITION.SYNC_INTERIM_TABLE('HR', 'EMP', 'INT_EMP');\n  {FINISH}('hr', 'emp', 'int_emp');\nEND;",
+    f"CALL {FINISH}('HR', 'EMP', 'INT_EMP')",
+    f"EXEC {FINISH}(uname => 'HR', int_table => 'INT_EMP', orig_table => 'EMP')",
+    f"execute {FINISH}('HR', 'EMP', 'INT_EMP', NULL, dml_lock_timeout => 30)",
+    f"{FINISH}('HR', 'EMP', 'INT_EMP')",
+])
+def test_a_finished_redefinition_reads_the_same_in_every_call_form(text):
+    """Procedural replication's DBMS_REDEFINITION calls, as a PL/SQL block, CALL, EXEC or a
+    bare call, positional or named arguments: the table and its interim table."""
+    s = parse_ddl(text)
+    assert (s.kind, s.owner, s.name, s.actions) == ("DBMS_REDEFINITION", "HR", "EMP", (Redefinition("HR", "INT_EMP"),))
+
+
+def test_other_redefinition_calls_change_nothing_and_other_calls_are_refused():
+    assert parse_ddl("BEGIN DBMS_REDEFINITION.START_REDEF_TABLE('HR', 'EMP', 'INT_EMP'); END;").kind == "IGNORED"
+    assert parse_ddl(f"{FINISH}('HR', 'EMP', 'INT_EMP', 'P1')").actions == (Redefinition("HR", "INT_EMP", "P1"),)
+    assert parse_ddl(f"{FINISH}('HR', '\"Emp\"', 'INT_EMP')").name == "Emp"
+    for text, message in [
+        ("BEGIN DBMS_STATS.GATHER_TABLE_STATS('HR', 'EMP'); END;", "this record calls DBMS_STATS.GATHER_TABLE_STATS"),
+        (f"BEGIN {FINISH}('HR', 'EMP; DROP TABLE x', 'I'); END;", "ORIG_TABLE 'EMP; DROP TABLE x' is not a plain name"),
+        (f"{FINISH}('HR', 'EMP')", "names no INT_TABLE"),
+        (f"{FINISH}(uname => 'HR', table => 'EMP', int_table => 'I')", "argument 2 is"),
+        (f"{FINISH}('HR', orig, 'I')", "ORIG_TABLE must be a string literal"),
+        (f"BEGIN {FINISH}('HR', 'A', 'I'); {FINISH}('HR', 'B', 'J'); END;", "calls FINISH_REDEF_TABLE 2 times"),
+        ("BEGIN UPDATE hr.emp SET name = 'x'; END;", "calls to DBMS_REDEFINITION only"),
+    ]:
+        with pytest.raises(DdlError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            parse_ddl(text)
+
+
+def test_a_redefinition_is_read_as_the_alter_table_it_amounts_to():
+    """HVR's dbms_redefinition rows: storage only updates nothing the target follows; a
+    change of columns, types or key is decided as that ALTER TABLE; the interim table takes
+    the table's old structure; an interim table the dictionary never saw is an error (942)."""
+    history: dict = {}
+
+    def take(text: str, scn: int):
+        reading = read_ddl(history, text, scn, "HR", (AdaptDdl(),))
+        for key, rev in reading.revisions:
+            history.setdefault(key, []).append(rev)
+        return reading
+
+    take("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+         "CONSTRAINT emp_pk PRIMARY KEY (id))", 100)
+    take("CREATE TABLE hr.int1 (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
+         "CONSTRAINT int1_pk PRIMARY KEY (id)) PARTITION BY HASH (id) PARTITIONS 4 COMPRESS", 110)
+    stored = take(f"{FINISH}('HR', 'EMP', 'INT1')", 120)
+    assert (stored.statement, stored.decision, stored.revisions) == ("DBMS_REDEFINITION", "IGNORE", ())
+    assert "structure is unchanged" in stored.reason
+    take("CREATE TABLE hr.int2 (id NUMBER(4) NOT NULL, name VARCHAR2(40), code VARCHAR2(5) NOT NULL, "
+         "CONSTRAINT int2_pk PRIMARY KEY (code))", 130)
+    changed = take(f"{FINISH}('HR', 'EMP', 'INT2')", 140)
+    assert (changed.statement, changed.decision) == ("DBMS_REDEFINITION", "REFRESH")
+    assert "HR.EMP redefined with interim table HR.INT2: CODE changes data type" in changed.reason
+    emp, interim = (dict(changed.revisions)[k] for k in (("HR", "EMP"), ("HR", "INT2")))
+    assert [(c.name, c.type.oracle, c.nullable) for c in emp.table.columns] == [
+        ("ID", "NUMBER(4)", False), ("NAME", "VARCHAR2(40)", True), ("CODE", "VARCHAR2(5)", False)]
+    assert emp.table.key_columns == ("CODE",)
+    assert [(c.name, c.type.oracle) for c in interim.table.columns] == [
+        ("ID", "NUMBER(4)"), ("NAME", "VARCHAR2(10)"), ("CODE", "NUMBER(5)")]
+    missing = take(f"{FINISH}('HR', 'EMP', 'INT9')", 150)
+    assert (missing.decision, missing.code) == ("ERROR", "942") and "HR.INT9 is not in the source dictionary" in missing.reason
