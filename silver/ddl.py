@@ -387,11 +387,12 @@ def _procedure_calls(calls: list[exp.Expression]) -> DdlStatement:
     the table as it is. Anything else is refused with what it called."""
     names = []
     for call in calls:
-        if not (isinstance(call, exp.Dot) and isinstance(call.this, exp.Identifier)
-                and isinstance(call.expression, exp.Anonymous)):
-            raise DdlError(f"a PL/SQL block of calls to DBMS_REDEFINITION only is read; this one has {call.sql()[:60]}")
-        names.append((call.this.name.upper(), str(call.expression.this).upper()))
-    other = [f"{p}.{n}" for p, n in names if p != "DBMS_REDEFINITION"]
+        package = _qualifier(call.this) if isinstance(call, exp.Dot) else None
+        if package is None or not isinstance(call.expression, exp.Anonymous):
+            shown = call.sql()[:60] if isinstance(call, exp.Expression) else "nothing"
+            raise DdlError(f"a PL/SQL block of calls to DBMS_REDEFINITION only is read; this one has {shown}")
+        names.append((package, call.expression.name.upper()))
+    other = [f"{p}.{n}" for p, n in names if p not in ("DBMS_REDEFINITION", "SYS.DBMS_REDEFINITION")]
     if other or not calls:
         raise DdlError(f"PL/SQL calls are read for DBMS_REDEFINITION only; this record calls {other[0] if other else 'nothing'}")
     finish = [c for c, (_, n) in zip(calls, names, strict=True) if n == "FINISH_REDEF_TABLE"]
@@ -420,6 +421,20 @@ def _procedure_calls(calls: list[exp.Expression]) -> DdlStatement:
     owner, orig, interim = (_object_name(args[p], p) for p in FINISH_REDEF_PARAMETERS[:3])
     partition = args.get("PART_NAME")
     return DdlStatement("DBMS_REDEFINITION", "TABLE", owner, orig, (Redefinition(owner, interim, partition),))
+
+
+def _qualifier(node: exp.Expression) -> str | None:
+    """A called procedure's package (``pkg`` or ``owner.pkg``; quoted names as written
+    inside their quotes, others in upper case), or None for anything else."""
+    if isinstance(node, exp.Identifier):
+        return node.name if node.quoted else node.name.upper()
+    if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier) and not node.args.get("db"):
+        inner = [p for p in (node.args.get("table"), node.this) if p is not None]
+        return ".".join(p.name if p.quoted else p.name.upper() for p in inner)
+    if isinstance(node, exp.Dot):
+        left, right = _qualifier(node.this), _qualifier(node.expression)
+        return None if left is None or right is None else f"{left}.{right}"
+    return None
 
 
 def _object_name(text: str, parameter: str) -> str:

@@ -16,10 +16,10 @@ cannot take another change than the source did).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from lakestreams.config import Channel
+from lakestreams.config import Channel, RuleSpec
 from silver.ddl import DdlStatement, Physical, RenameTable, parse_ddl
 from silver.evolution import OUTSIDE, DdlReading, action_for
 from silver.goldengate import (
@@ -34,6 +34,7 @@ from silver.goldengate import (
     named_in_text,
     process,
 )
+from silver.rules import Client
 from silver.transforms import ordered
 
 #: The code of an AdaptDDL FAIL decision, for DDLERROR rules (``DDLERROR FAIL IGNORE``).
@@ -169,19 +170,39 @@ def not_followed(reading: DdlReading, why: str) -> DdlReading:
                    truncates=None, truncates_excluded=(), reloads=None)
 
 
-def rule_renamed(channel: Channel, owner: str, name: str) -> tuple[str, str]:
-    """The name the clients' declarative renames (RENAME_TABLE, RENAME_SCHEMA) give a source
-    table: the capture's, then the apply's, in their order. A DDL record is named by it
-    before its MAPs, as rows are: the renames are read by table, whichever rule of the
-    client they belong to (Oracle's DDL rule of a table is another rule than its DML rule)."""
+def rule_renamed(clients: Sequence[Client], source: str, owner: str, name: str) -> tuple[str, str]:
+    """The name the clients' declarative renames (RENAME_TABLE, RENAME_SCHEMA) give the
+    rows of a source table of ``source``: the capture's, then the apply's, in their order,
+    each attached to a DML rule of the client's positive rule set that covers the table
+    (global, its schema, the table or a subset of it, for that source database; a rule
+    given as a condition may keep anything). A DDL record is named by it before its MAPs,
+    as its rows are. The renames are read by table, not by the rule that kept the record:
+    Oracle keeps a table's DDL under another rule than its DML."""
     for streams_type in ("capture", "apply"):
-        client = channel.client(streams_type)
-        for t in ordered(client.transformations) if client is not None else ():
+        client = next((c for c in clients if c.streams_type == streams_type), None)
+        if client is None or not client.transformations:
+            continue
+        covering = {r.name for r in (client.positive.rules if client.positive else ())
+                    if r.kind == "DML" and _covers(r.spec, source, owner, name)}
+        for t in ordered([t for t in client.transformations if t.rule in covering]):
             if t.kind == "rename_table" and (owner, name) == (t.owner, t.table):
                 owner, name = t.to_owner, t.to_table
             elif t.kind == "rename_schema" and owner == t.owner:
                 owner = t.to_owner
     return owner, name
+
+
+def _covers(spec: RuleSpec | None, source: str, owner: str, name: str) -> bool:
+    """A rule (its request) can keep row LCRs of ``source``'s table ``owner.name``."""
+    if spec is None or spec.level == "CONDITION":
+        return True
+    if spec.source_database is not None and spec.source_database.upper() != source.upper():
+        return False
+    if spec.level == "GLOBAL":
+        return True
+    if spec.level == "SCHEMA":
+        return spec.owner == owner
+    return (spec.owner, spec.table) == (owner, name)
 
 
 def target_names(channel: Channel, source_owner: str, owner: str, name: str) -> list[tuple[str, str]]:

@@ -195,25 +195,24 @@ def _read_redefinition(history: dict[tuple[str, str], list[Revision]], stmt: Ddl
 
 
 def structure_changes(before: TableDef, after: TableDef) -> tuple:
-    """The ALTER TABLE actions that make ``before``'s columns, types, NULL-ness and key
-    constraints ``after``'s (column order aside; keys compared by kind and columns)."""
+    """The ALTER TABLE actions that give ``before`` the column names, data types and keys of
+    ``after`` (what HVR's repository holds of a table; column order, NULL-ness, defaults
+    and virtual columns aside). Keys are compared by kind and columns; an ``after``
+    without any (an interim table, whose constraints COPY_TABLE_DEPENDENTS copies from the
+    table) keeps ``before``'s."""
     old, new = {c.name: c for c in before.columns}, {c.name: c for c in after.columns}
     old_keys = {(k, cols): n for n, k, cols in before.constraints}
-    new_keys = {(k, cols): n for n, k, cols in after.constraints}
+    new_keys = {(k, cols): n for n, k, cols in after.constraints} if after.constraints else old_keys
     drops = [DropConstraint(kind="PRIMARY KEY") if k == "PRIMARY KEY" else DropConstraint(kind="UNIQUE", columns=cols)
              if k == "UNIQUE" else DropConstraint(name=n, kind="INDEX")
              for (k, cols), n in old_keys.items() if (k, cols) not in new_keys]
     drops += [DropColumn(n) for n in old if n not in new]
     adds = [AddColumn(ColumnSpec(c.name, c.type, c.nullable, c.default, c.virtual)) for c in after.columns
             if c.name not in old]
-    modifies = [ModifyColumn(ColumnSpec(
-        c.name, c.type if c.type != old[c.name].type else None,
-        c.nullable if c.nullable != old[c.name].nullable else None,
-        c.default if c.default != old[c.name].default else None))
-        for c in after.columns if c.name in old and (c.type, c.nullable, c.default) != (
-            old[c.name].type, old[c.name].nullable, old[c.name].default)]
+    retyped = [ModifyColumn(ColumnSpec(c.name, c.type)) for c in after.columns
+               if c.name in old and c.type != old[c.name].type]
     keys = [AddConstraint(k, cols, n) for (k, cols), n in new_keys.items() if (k, cols) not in old_keys]
-    return (*drops, *adds, *modifies, *keys)
+    return (*drops, *adds, *retyped, *keys)
 
 
 def _read_statement(

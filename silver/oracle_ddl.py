@@ -102,7 +102,7 @@ class OracleDdlParser(OracleParser):
     STATEMENT_PARSERS: t.ClassVar = {
         **OracleParser.STATEMENT_PARSERS,
         TokenType.RENAME: lambda self: self._parse_rename_statement(),
-        TokenType.EXECUTE: lambda self: self.expression(ProcedureCalls(expressions=[self._parse_expression()])),
+        TokenType.EXECUTE: lambda self: self._parse_procedure_call(),
     }
 
     CONSTRAINT_PARSERS: t.ClassVar = {
@@ -136,6 +136,13 @@ class OracleDdlParser(OracleParser):
             return super()._parse(parse_method, raw_tokens, sql)
         calls = [c for c in super()._parse(parse_method, raw_tokens[1:end - 1], sql) if c is not None]
         return [ProcedureCalls(expressions=calls)]
+
+    def _parse_procedure_call(self) -> exp.Expr:
+        """CALL, EXEC or EXECUTE and the call after it."""
+        call = self._parse_expression()
+        if call is None:
+            self.raise_error("expected a procedure call after CALL, EXEC or EXECUTE")
+        return self.expression(ProcedureCalls(expressions=[call]))
 
     # -- helpers ---------------------------------------------------------------------------
     def _skip_balanced(self) -> None:

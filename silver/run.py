@@ -356,7 +356,7 @@ def late_errors(records: DataFrame, transactions: DataFrame, batch: int) -> Data
 
 
 def _dictionary_step(
-    spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame
+    spark: SparkSession, channel: Channel, batch: int, ddl: DataFrame, clients: list[Client],
 ) -> tuple[dict[tuple[str, str, str], list[Revision]], dict[tuple[str, str, str], frozenset[str]]]:
     """Read released DDL records (few: they grow with DDL, not rows) in SCN order into new
     dictionary revisions, and log each with its AdaptDDL decision. The revisions before
@@ -391,7 +391,7 @@ def _dictionary_step(
             else:
                 integrate = action_for(actions, owner)
                 done = process_ddl(read, r["ddl_text"], r["tag"], owner, channel.ddl_processing, policy,
-                                   integrate.integrate_schema if integrate else None, partial(rule_renamed, channel))
+                                   integrate.integrate_schema if integrate else None, partial(rule_renamed, clients, src))
         except DdlAbend as e:
             raise DdlAbend(f"DDL record of transaction {r['transaction_id']} from {src} at SCN {scn} "
                            f"stops silver batch {batch}: {e}", e.failure, e.record) from e
@@ -1012,7 +1012,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     classified = classify(released, clients).persist()
     try:
         with step("silver.dictionary"):
-            revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"))
+            revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"), clients)
         kill_point("silver.dictionary")
         derive(spark, channel, batch, classified, clients, revisions, result, truncated)
     finally:

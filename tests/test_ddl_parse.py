@@ -431,6 +431,8 @@ FINISH = "DBMS_REDEFINITION.FINISH_REDEF_TABLE"
     f"EXEC {FINISH}(uname => 'HR', int_table => 'INT_EMP', orig_table => 'EMP')",
     f"execute {FINISH}('HR', 'EMP', 'INT_EMP', NULL, dml_lock_timeout => 30)",
     f"{FINISH}('HR', 'EMP', 'INT_EMP')",
+    "BEGIN \"DBMS_REDEFINITION\".\"FINISH_REDEF_TABLE\"('HR', 'EMP', 'INT_EMP'); END;",
+    f"BEGIN sys.{FINISH.lower()}('HR', 'EMP', 'INT_EMP'); END;",
 ])
 def test_a_finished_redefinition_reads_the_same_in_every_call_form(text):
     """Procedural replication's DBMS_REDEFINITION calls, as a PL/SQL block, CALL, EXEC or a
@@ -451,6 +453,8 @@ def test_other_redefinition_calls_change_nothing_and_other_calls_are_refused():
         (f"{FINISH}('HR', orig, 'I')", "ORIG_TABLE must be a string literal"),
         (f"BEGIN {FINISH}('HR', 'A', 'I'); {FINISH}('HR', 'B', 'J'); END;", "calls FINISH_REDEF_TABLE 2 times"),
         ("BEGIN UPDATE hr.emp SET name = 'x'; END;", "calls to DBMS_REDEFINITION only"),
+        ("EXEC", "expected a procedure call after CALL, EXEC or EXECUTE"),
+        ("CALL;", "expected a procedure call after CALL, EXEC or EXECUTE"),
     ]:
         with pytest.raises(DdlError, match=message.replace("(", r"\(").replace(")", r"\)")):
             parse_ddl(text)
@@ -486,5 +490,14 @@ def test_a_redefinition_is_read_as_the_alter_table_it_amounts_to():
     assert emp.table.key_columns == ("CODE",)
     assert [(c.name, c.type.oracle) for c in interim.table.columns] == [
         ("ID", "NUMBER(4)"), ("NAME", "VARCHAR2(10)"), ("CODE", "NUMBER(5)")]
+    # Oracle's own steps: an interim table created without constraints (COPY_TABLE_DEPENDENTS
+    # copies them, and the NOT NULLs) only repartitioned: nothing changes, the key stays.
+    take("CREATE TABLE hr.int3 (id NUMBER(4), name VARCHAR2(40), code VARCHAR2(5)) PARTITION BY HASH (id) PARTITIONS 4",
+         142)
+    for step in ("START_REDEF_TABLE", "COPY_TABLE_DEPENDENTS", "FINISH_REDEF_TABLE"):
+        again = take(f"BEGIN DBMS_REDEFINITION.{step}('HR', 'EMP', 'INT3'); END;", 145)
+    assert (again.statement, again.decision) == ("DBMS_REDEFINITION", "IGNORE")
+    assert history[("HR", "EMP")][-1].table.key_columns == ("CODE",)
+    assert history[("HR", "INT3")][-1].table.key_columns == ("CODE",)  # the interim took the old structure
     missing = take(f"{FINISH}('HR', 'EMP', 'INT9')", 150)
     assert (missing.decision, missing.code) == ("ERROR", "942") and "HR.INT9 is not in the source dictionary" in missing.reason

@@ -23,6 +23,7 @@ from silver.ddl_processing import process_ddl, rule_renamed, target_names
 from silver.evolution import read_ddl
 from silver.gg_params import parse_params
 from silver.goldengate import DdlAbend
+from silver.rules import build_clients
 
 SRC = "DBS1.EXAMPLE.COM"
 EMP_DDL = ("CREATE TABLE hr.emp (id NUMBER(4) NOT NULL, name VARCHAR2(10), code NUMBER(5), "
@@ -418,11 +419,20 @@ def test_a_ddl_record_is_named_by_rule_based_renames_before_its_maps(tmp_path):
     """One name mapping for DML and DDL: the rename the table's rows take (attached to its
     DML rule, not the DDL rule that kept the record) names the DDL too, then the MAPs."""
     ch = make_channel(tmp_path, apply=STAFF_RULES, ddl_processing={"params": STAFF_MAPS})
-    assert rule_renamed(ch, "HR", "EMP") == ("HR", "STAFF") and rule_renamed(ch, "HR", "DEPT") == ("HR", "DEPT")
-    assert target_names(ch, "HR", *rule_renamed(ch, "HR", "EMP")) == [("HR_COPY", "STAFF"), ("HR_HIST", "STAFF")]
+    clients = build_clients(ch)
+    assert rule_renamed(clients, SRC, "HR", "EMP") == ("HR", "STAFF")
+    assert rule_renamed(clients, SRC, "HR", "DEPT") == ("HR", "DEPT")
+    # The rule covers HR.EMP of its source database only: another's rows keep their name.
+    assert rule_renamed(clients, "DBS2.EXAMPLE.COM", "HR", "EMP") == ("HR", "EMP")
+    assert target_names(ch, "HR", *rule_renamed(clients, SRC, "HR", "EMP")) == [
+        ("HR_COPY", "STAFF"), ("HR_HIST", "STAFF")]
+    # A schema rename on a table's rule renames that table's rows only, so its DDL only.
+    schema = make_channel(tmp_path, apply={"rules": [{"table": "hr.emp"}, {"table": "hr.dept"}], "transformations": [
+        {"rule": "EMP1", "rename_schema": {"from": "hr", "to": "hr2"}}]})
+    assert [rule_renamed(build_clients(schema), SRC, "HR", t) for t in ("EMP", "DEPT")] == [("HR2", "EMP"), ("HR", "DEPT")]
     text = "TRUNCATE TABLE emp"
     reading = read_ddl(emp_created(), text, 110, "HR", (AdaptDdl(),))
-    done = process_ddl(reading, text, None, "HR", ch.ddl_processing, rename=partial(rule_renamed, ch))
+    done = process_ddl(reading, text, None, "HR", ch.ddl_processing, rename=partial(rule_renamed, clients, SRC))
     assert (done.outcome, done.target_ddl) == ("APPLIED", ("TRUNCATE TABLE HR_COPY.STAFF",))
     assert done.reading.truncates == ("HR", "EMP") and done.reading.truncates_excluded == ("HR_HIST.STAFF",)
     # Named as captured, the table is one no MAP names: DDL INCLUDE MAPPED takes it nowhere.
