@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from lakestreams.config import IDENTIFIER
 from lakestreams.errors import DdlError
 from silver.dictionary import (
     ColumnDef,
@@ -428,9 +429,6 @@ def _qualifier(node: exp.Expression) -> str | None:
     inside their quotes, others in upper case), or None for anything else."""
     if isinstance(node, exp.Identifier):
         return node.name if node.quoted else node.name.upper()
-    if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier) and not node.args.get("db"):
-        inner = [p for p in (node.args.get("table"), node.this) if p is not None]
-        return ".".join(p.name if p.quoted else p.name.upper() for p in inner)
     if isinstance(node, exp.Dot):
         left, right = _qualifier(node.this), _qualifier(node.expression)
         return None if left is None or right is None else f"{left}.{right}"
@@ -442,7 +440,7 @@ def _object_name(text: str, parameter: str) -> str:
     reads DBMS_REDEFINITION's names); a plain identifier either way."""
     quoted = len(text) > 1 and text[0] == text[-1] == '"'
     name = text[1:-1] if quoted else text.upper()
-    if not name or '"' in name or not name.replace("_", "").replace("$", "").replace("#", "").isalnum():
+    if not IDENTIFIER.fullmatch(name):
         raise DdlError(f"FINISH_REDEF_TABLE's {parameter} {text!r} is not a plain name")
     return name
 
