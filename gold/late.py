@@ -100,6 +100,59 @@ def holders(spark: SparkSession, gold_table: str, tombstones: str, model: str, t
     return reduce(DataFrame.unionByName, parts)
 
 
+def held_stamps(spark: SparkSession, progress: str, tombstones: str) -> DataFrame:
+    """Per target and source database, the latest stamp its keys can hold: the highest
+    commit SCN and commit time (epoch microseconds) the apply recorded for it
+    (``apply_progress``: every gold row's stamp is a change some plan applied), and of
+    its keyed tombstones; ``_tombstoned`` and ``_floor``: it has tombstones, and a TRUNCATE
+    applied before (a tombstone without a key). One row per target and source: metadata."""
+    applied = spark.table(progress.replace("`", "")).select(
+        "target", "source_database", F.col("applied_scn").alias("_scn"),
+        F.unix_micros("applied_commit_time").alias("_at"), F.lit(0).alias("_tomb"), F.lit(0).alias("_floor"))
+    keyed = F.col("key").isNotNull()
+    vacated = spark.table(tombstones.replace("`", "")).select(
+        "target", "source_database", F.when(keyed, F.col("commit_scn")).alias("_scn"),
+        F.when(keyed, F.unix_micros("commit_time")).alias("_at"), F.lit(1).alias("_tomb"),
+        (~keyed).cast("int").alias("_floor"))
+    return applied.unionByName(vacated).groupBy("target", "source_database").agg(
+        F.max("_scn").alias("_scn"), F.max("_at").alias("_at"),
+        (F.max("_tomb") > 0).alias("_tombstoned"), (F.max("_floor") > 0).alias("_floor"))
+
+
+def ahead_of_holders(new: dict, held: dict) -> set:
+    """The targets where no new change can be late, so their keys need no look: per
+    target, ``new`` maps each source database of its new changes to their lowest (commit
+    SCN, commit time), and ``held`` each source database of its stamps to the highest
+    (``held_stamps``). A change is late when a stamp orders after it (``later``): of its
+    own source by a higher SCN (or the same SCN), of another by a later commit time (or
+    the same time). A target qualifies when each source's lowest SCN is above that
+    source's highest stamp and its lowest time above every other source's.
+
+    >>> ahead_of_holders({"t": {"A": (11, 5)}}, {"t": {"A": (10, 9)}})
+    {'t'}
+    >>> ahead_of_holders({"t": {"A": (10, 5)}}, {"t": {"A": (10, 1)}})
+    set()
+    >>> ahead_of_holders({"t": {"A": (11, 5)}}, {"t": {"A": (10, 1), "B": (99, 5)}})
+    set()
+    >>> ahead_of_holders({"t": {"A": (11, None)}, "u": {"A": (1, 1)}}, {"t": {"B": (3, 4)}})
+    {'u'}
+    """
+    ahead = set()
+    for target, sources in new.items():
+        stamps = held.get(target, {})
+        ok = True
+        for src, (scn, at) in sources.items():
+            own = stamps.get(src)
+            if own is not None and own[0] is not None and (scn is None or scn <= own[0]):
+                ok = False
+            others = [s[1] for other, s in stamps.items() if other != src and s[1] is not None]
+            if others and (at is None or at <= max(others)):
+                ok = False
+        if ok:
+            ahead.add(target)
+    return ahead
+
+
 def _touched(keyed: DataFrame, *more: str) -> DataFrame:
     """Every (key text, change) a change touches: the key it leaves and the key it takes."""
     cols = ["_source_database", "_commit_scn", "_transaction_id", "_commit_time", "_op", "_okey", "_nkey", *more]

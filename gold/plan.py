@@ -38,10 +38,12 @@ from gold.late import (
     CONFLICT_ERRORS,
     TOMBSTONES_DDL,
     after_floors,
+    ahead_of_holders,
     applied_history,
     contradictions,
     explained_failures,
     flag_refold,
+    held_stamps,
     holders,
     late_keys,
     refold,
@@ -274,14 +276,15 @@ def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, in
     return None if row is None else (int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]))
 
 
-def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
-    """The plan to run: an unfinished one again, else one over the new silver batches."""
+def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
+    """The plan to run (plan id, silver range, whether it is run again): an unfinished one
+    again, else one over the new silver batches."""
     st = channel.storage
     refuse_during_rebuild(spark, channel, "the apply plan")
     runs = _runs_state(spark, channel)
     unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
-        return unfinished
+        return (*unfinished, True)
     last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
         spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
@@ -294,7 +297,7 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | N
         GOLD_RUN_ROW, "gold.runs.planned", silver_done,
     )
     kill_point("plan.opened")
-    return silver_done, last_to + 1, silver_done
+    return silver_done, last_to + 1, silver_done, False
 
 
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
@@ -646,7 +649,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     opened = open_plan(spark, channel)
     if opened is None:
         return Plan()
-    plan_id, lo, hi = opened
+    plan_id, lo, hi, resumed = opened
     plan = Plan(plan_id, lo, hi)
     inst = effective_instantiation(spark, channel)
     overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
@@ -668,7 +671,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     #    for source objects, whatever name a transformation gives the target.
     #    A change table holds one source table: its SCNs are literals (no join).
     inst_rows = instantiation_rows(inst)
-    meta = ["_source_database", "_transaction_id", "_commit_scn", "_error", "_command_type", "_position"]
+    meta = ["_source_database", "_transaction_id", "_commit_scn", "_commit_time", "_error", "_command_type", "_position"]
     # ``_move``: the change moves a row to another key (what ``assign_roots`` links), under
     # the target's key (its first source's definition, as the plan roots them).
     all_changes = [with_inst_literals(with_keys(df, items[0][3]).select(
@@ -681,6 +684,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"), F.col("error").alias("_error"), "failing_record",
               F.lit(None).cast("bigint").alias("_position"))
     failures, truncated_models, moving, with_inst = txn_errors, set(), set(), None
+    earliest: dict[str, dict] = {}  # per target and source: its new changes' lowest (SCN, time)
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
@@ -690,13 +694,18 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         # Targets where a change moves a row to another key: only their incarnations need
         # linking (``assign_roots``). A round plans a subset of the changes, so a target
         # without moves here has none in any round. Both found in the same job.
+        # The same job finds each target's earliest new change per source, which tells
+        # whether any of them can be late (``gold.late.ahead_of_holders``).
         with step("plan.truncates"):
-            # Model names only (one row per target with either: metadata), not change rows.
-            flags = with_inst.where(F.col("_error").isNull()).groupBy("_model").agg(
+            # One row per target and source database (metadata), not change rows.
+            flags = with_inst.where(F.col("_error").isNull()).groupBy("_model", "_source_database").agg(
                 F.max(opens & above_instantiation()).alias("_truncates"), F.max("_move").alias("_moves"),
-            ).where("_truncates OR _moves").collect()
+                F.min("_commit_scn").alias("_scn"), F.min(F.unix_micros("_commit_time")).alias("_at"),
+            ).collect()
             truncated_models = {r["_model"] for r in flags if r["_truncates"]}
             moving = {r["_model"] for r in flags if r["_moves"]}
+            for r in flags:
+                earliest.setdefault(r["_model"], {})[r["_source_database"]] = (r["_scn"], r["_at"])
         row_errors = with_inst.select(
             "_source_database", "_transaction_id",
             F.coalesce(
@@ -723,11 +732,17 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     plans: dict[str, DataFrame] = {}
     conflicts: dict[str, DataFrame] = {}
     truncated: dict[str, DataFrame] = {}
-    # Targets with tombstones, and with a TRUNCATE applied before (one row per target: metadata).
-    marks = spark.table(st.table("silver", "tombstones").replace("`", "")).groupBy("target").agg(
-        F.max(F.col("key").isNull().cast("int")).alias("floor")).collect()
-    tombstoned = {r["target"] for r in marks}
-    floored = {r["target"] for r in marks if r["floor"]}
+    # Targets with tombstones, with a TRUNCATE applied before, and the latest stamp each
+    # source left (one row per target and source: metadata).
+    marks = held_stamps(spark, st.table("gold", "apply_progress"), st.table("silver", "tombstones")).collect()
+    tombstoned = {r["target"] for r in marks if r["_tombstoned"]}
+    floored = {r["target"] for r in marks if r["_floor"]}
+    held: dict[str, dict] = {}
+    for r in marks:
+        held.setdefault(r["target"], {})[r["source_database"]] = (r["_scn"], r["_at"])
+    # Targets whose new changes all order after every stamp their keys hold: none is late,
+    # and their gold rows and tombstones are not read for it (the common, in-order case).
+    ahead = ahead_of_holders(earliest, held)
     has_floor = {t[3]: t[3] in floored for t in targets}
     # Handlers and compared columns per target; a setting naming a column the target
     # lacks stops the plan here, before any write.
@@ -743,7 +758,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
     gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
     stamped = []
     for _owner, _name, tdef, model, changes, sources in targets:
-        if model in gold_tables or has_floor[model] or model in tombstoned:
+        if (model in gold_tables or has_floor[model] or model in tombstoned) and model not in ahead:
             # Row changes above the instantiation SCN; the SCNs are literals here, so the
             # one job over every target holds no join per target.
             new = with_inst_literals(with_keys(changes.where("_error IS NULL"), tdef), inst_rows, sources).where(
@@ -916,13 +931,16 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
             overwrite(rows.withColumn("_plan_id", F.lit(plan_id).cast("bigint")), ptable, f"gold.plan.{model}", plan_id)
             kill_point("plan.target")
             truncates = truncs is not None and truncs.limit(1).count() > 0
-        # Progress is counted from the plan table as written: a plan run again after a
+        # Progress is counted from the plan table as written. A plan run again after a
         # kill between two gold MERGEs keeps its first writing (keyed by plan id), while
-        # ``rows``, judged again against gold tables already merged, would count less.
+        # ``rows``, judged again against gold tables already merged, would count less: it
+        # reads the table back. A new plan's id was never written, so ``rows`` (from
+        # checkpoints) is what the table holds, and no new table version is loaded.
         # Per source: the plan's rows, and what it applies (above the instantiation SCN,
         # not decided before).
         new = above_instantiation() & ~F.col("_decided")
-        counted = with_inst_literals(spark.table(ptable.replace("`", "")), inst_rows, sources).groupBy(
+        written = spark.table(ptable.replace("`", "")) if resumed else rows
+        counted = with_inst_literals(written, inst_rows, sources).groupBy(
             "_source_database").agg(
             F.count("*").alias("rows"), F.count_if(new).alias("records"),
             F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),

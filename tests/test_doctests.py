@@ -6,6 +6,7 @@ import doctest
 
 import pytest
 
+import gold.late
 import lakestreams.api
 import lakestreams.spark
 import silver.adaptddl
@@ -15,7 +16,7 @@ import silver.evolution
 import silver.types
 
 
-@pytest.mark.parametrize("module", [lakestreams.api, lakestreams.spark, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution, silver.types])
+@pytest.mark.parametrize("module", [gold.late, lakestreams.api, lakestreams.spark, silver.dictionary, silver.ddl, silver.adaptddl, silver.evolution, silver.types])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
