@@ -939,8 +939,8 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         # Per source: the plan's rows, and what it applies (above the instantiation SCN,
         # not decided before).
         new = above_instantiation() & ~F.col("_decided")
-        written = spark.table(ptable.replace("`", "")) if resumed else rows
-        counted = with_inst_literals(written, inst_rows, sources).groupBy(
+        as_written = spark.table(ptable.replace("`", "")) if resumed else rows
+        counted = with_inst_literals(as_written, inst_rows, sources).groupBy(
             "_source_database").agg(
             F.count("*").alias("rows"), F.count_if(new).alias("records"),
             F.max(F.when(new, F.col("_commit_scn"))).alias("scn"),
