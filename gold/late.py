@@ -137,20 +137,14 @@ def ahead_of_holders(new: dict, held: dict) -> set:
     >>> ahead_of_holders({"t": {"A": (11, None)}, "u": {"A": (1, 1)}}, {"t": {"B": (3, 4)}})
     {'u'}
     """
-    ahead = set()
-    for target, sources in new.items():
-        stamps = held.get(target, {})
-        ok = True
-        for src, (scn, at) in sources.items():
-            own = stamps.get(src)
-            if own is not None and own[0] is not None and (scn is None or scn <= own[0]):
-                ok = False
-            others = [s[1] for other, s in stamps.items() if other != src and s[1] is not None]
-            if others and (at is None or at <= max(others)):
-                ok = False
-        if ok:
-            ahead.add(target)
-    return ahead
+    def after(src: str, scn, at, stamps: dict) -> bool:
+        own = stamps.get(src, (None, None))[0]
+        others = [t for other, (_, t) in stamps.items() if other != src and t is not None]
+        return (own is None or (scn is not None and scn > own)) and (
+            not others or (at is not None and at > max(others)))
+
+    return {target for target, sources in new.items()
+            if all(after(src, scn, at, held.get(target, {})) for src, (scn, at) in sources.items())}
 
 
 def _touched(keyed: DataFrame, *more: str) -> DataFrame:
