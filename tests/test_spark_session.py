@@ -89,3 +89,15 @@ def test_the_local_session_keeps_compiled_query_classes_across_runs(spark):
     want = int(os.environ.get("LAKESTREAMS_CODEGEN_CACHE", DEFAULT_CODEGEN_CACHE))
     assert int(spark.conf.get("spark.sql.codegen.cache.maxEntries")) == want
     assert DEFAULT_CODEGEN_CACHE > 100
+
+
+def test_the_local_driver_runs_the_throughput_collector_unless_told_otherwise(spark):
+    # The JVM's own collectors, not the option text: ParallelGC's are "PS Scavenge" and
+    # "PS MarkSweep", G1's "G1 Young Generation" and the like.
+    from lakestreams.spark import DEFAULT_GC
+
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {b.getName() for b in beans}
+    chosen = [o for o in os.environ.get("LAKESTREAMS_JVM_OPTIONS", "").split() if o.startswith("-XX:+Use") and o.endswith("GC")]
+    assert DEFAULT_GC == "-XX:+UseParallelGC"
+    assert (names == {"PS Scavenge", "PS MarkSweep"}) == (not chosen or DEFAULT_GC in chosen), names
