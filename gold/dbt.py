@@ -256,7 +256,10 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
     saved = {k: os.environ.get(k) for k in plan_env}
     os.environ.update(plan_env)
     try:
-        return run_dbt(spark, project, ["run", "--select", *models])
+        # No manifest.json or run_results.json for an apply: writing the manifest costs about
+        # 10 ms per model of the project, quiet targets' included, on every run (the results
+        # come back in process; partial parsing keeps its own file). ``generate_docs`` writes them.
+        return run_dbt(spark, project, ["run", "--no-write-json", "--select", *models])
     finally:
         for k, v in saved.items():
             if v is None:

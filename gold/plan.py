@@ -57,7 +57,14 @@ from gold.snapshot import (
     with_snapshot_truncates,
 )
 from lakestreams.config import Channel
-from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state, overwrite
+from lakestreams.delta_io import (
+    append,
+    create_missing_tables,
+    local_rows,
+    log_state,
+    overwrite,
+    table_names,
+)
 from lakestreams.errors import ApplyError
 from lakestreams.faults import kill_point
 from lakestreams.timing import step
@@ -755,7 +762,7 @@ def run_plan(spark: SparkSession, channel: Channel) -> Plan:
         "stage = 'plan' AND bucket = 'applied'"
     ).select(F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id"),
              "owner", "table_name")
-    gold_tables = {t.name for t in spark.catalog.listTables(st.schema_name("gold"))}
+    gold_tables = table_names(spark, st, "gold")
     stamped = []
     for _owner, _name, tdef, model, changes, sources in targets:
         if (model in gold_tables or has_floor[model] or model in tombstoned) and model not in ahead:
@@ -1053,7 +1060,7 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
         return None
     inst_rows = instantiation_rows(spark.table(st.table("silver", "instantiation").replace("`", "")))
     models = {t.model for t in plan.targets}
-    existing = {t.name for t in spark.catalog.listTables(st.schema_name("silver"))}
+    existing = table_names(spark, st, "silver")
     derived: dict[str, list[DataFrame]] = {}
     for _src, _o, _n, tdef, chg in load_targets(spark, channel):
         model = target_model_name(tdef.owner, tdef.name)

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from gold.plan import DDL_APPLIED, DDL_APPLIED_DDL, TargetPlan, history_tables
 from lakestreams.config import Channel
-from lakestreams.delta_io import append, create_missing_tables, drop_table, local_rows
+from lakestreams.delta_io import append, create_missing_tables, drop_table, local_rows, table_names
 from lakestreams.timing import step
 from silver.evolution import (
     DROPS_TARGET,
@@ -62,6 +62,8 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
                 log_applied(spark, channel, name, t.sources[0], out[name], drop_scn)
         drop_gold_tables(spark, channel, [t])
     actions = channel.adapt_actions()
+    # The gold tables, listed once (a target's history tables exist only with a history setting).
+    existing = table_names(spark, channel.storage, "gold")
     with step("gold.structure"):
         for t in targets:
             if t.model in dropped_models:
@@ -70,9 +72,9 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
             action = action_for(actions, t.sources[0][1]) if t.sources else None
             policy = action.on_preserve_alter_table_fail if action else "CREATE_AS_SELECT"
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):
-                table = channel.storage.table("gold", name)
-                if not spark.catalog.tableExists(table.replace("`", "")):
+                if name.lower() not in existing:
                     continue
+                table = channel.storage.table("gold", name)
                 log = partial(log_applied, spark, channel, name, t.sources[0] if t.sources else None)
                 changes = follow_structure(spark, table, t.definition, revs, f"gold.{name}", (), drop, policy, log)
                 if changes:

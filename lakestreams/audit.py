@@ -32,7 +32,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
-from lakestreams.delta_io import create_missing_tables
+from lakestreams.delta_io import create_missing_tables, table_names
 from silver.run import ddl_made_changes
 
 BUCKETS = (
@@ -99,9 +99,9 @@ def run_audit(spark: SparkSession, channel: Channel) -> Audit:
         waiting = 0
         # A TRUNCATE change a DDL record made is that record (counted as DDL).
         from_ddl = ddl_made_changes(spark, channel)
-        for t in spark.catalog.listTables(channel.storage.schema_name("silver")):
-            if t.name.startswith("chg__"):
-                waiting += _table(spark, channel, "silver", t.name).where(F.col("_silver_batch") > applied_to).join(
+        for name in sorted(table_names(spark, channel.storage, "silver")):
+            if name.startswith("chg__"):
+                waiting += _table(spark, channel, "silver", name).where(F.col("_silver_batch") > applied_to).join(
                     from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti").count()
         errs = _table(spark, channel, "silver", "txn_errors")
         if errs is not None:

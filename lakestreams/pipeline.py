@@ -26,6 +26,7 @@ from gold.plan import (
 from gold.structure import drop_gold_tables, follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
+from lakestreams.delta_io import table_names
 from lakestreams.rebuild import retry_explained
 from lakestreams.runlock import channel_lock
 from lakestreams.spark import ensure_schemas
@@ -56,7 +57,7 @@ class RunResult:
 
 def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     """Every target table silver has a structure for and the plan has a table for."""
-    silver = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
+    silver = table_names(spark, channel.storage, "silver")
     if "targets" not in silver:
         return []  # silver has not run yet: no target has a structure
     out: dict[str, TargetPlan] = {}

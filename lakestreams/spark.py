@@ -17,6 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lakestreams.config import Storage
+from lakestreams.delta_io import table_names
 
 log = logging.getLogger("lakestreams.spark")
 
@@ -189,7 +190,7 @@ def ensure_schemas(spark: SparkSession, storage: Storage) -> None:
         folder = Path(storage.warehouse) / f"{schema}.db"
         if not folder.is_dir():
             continue
-        existing = {t.name for t in spark.catalog.listTables(schema)}
+        existing = table_names(spark, storage, layer)
         for sub in sorted(folder.iterdir()):
             if (sub / "_delta_log").is_dir() and sub.name not in existing:
                 # The catalog API takes the path as a value: nothing is pasted into SQL.

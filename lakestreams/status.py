@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
+from lakestreams.delta_io import table_names
 
 
 @dataclass
@@ -113,7 +114,7 @@ def channel_status(spark: SparkSession, channel: Channel) -> ChannelStatus:
         status.last_plan, status.last_plan_at = int(last["plan_id"]), last["at"]
 
     # A change table a killed rebuild dropped before its targets rows: nothing waits in it.
-    existing = {t.name for t in spark.catalog.listTables(channel.storage.schema_name("silver"))}
+    existing = table_names(spark, channel.storage, "silver")
     current = [t for t in load_targets(spark, channel) if t[4] in existing]
     rows: dict[tuple[str, str, str], TableStatus] = {}
     for src, sowner, sname, tdef, _chg in current:
