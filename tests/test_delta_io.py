@@ -1,4 +1,5 @@
-"""Driver-made rows as literal frames: the same rows and types as ``createDataFrame``."""
+"""Driver-made rows as literal frames: the same rows and types as ``createDataFrame``; a
+layer's table names from one catalog statement."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from decimal import Decimal
 
 import pytest
 from chispa import assert_df_equality
+from conftest import make_channel
 from pyspark.sql import Row
 
-from lakestreams.delta_io import local_rows
+from lakestreams.delta_io import create_missing_tables, local_rows, table_names
+from lakestreams.spark import ensure_schemas
 from silver.dictionary import DICTIONARY_DDL
 
 SCHEMA = (
@@ -37,3 +40,21 @@ def test_literal_rows_equal_created_rows(spark):
 def test_a_row_of_the_wrong_width_is_refused(spark):
     with pytest.raises(ValueError, match="a row of 2 values for 9 fields"):
         local_rows(spark, [(1, "a")], SCHEMA)
+
+
+def test_table_names_are_the_layers_tables_and_views_not_temporary_views(spark, tmp_path):
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    assert table_names(spark, ch.storage, "gold") == set()
+    create_missing_tables(spark, ch.storage, "gold", (("Apply_Progress", "n BIGINT"), ("other", "s STRING")))
+    spark.sql(f"CREATE OR REPLACE VIEW {ch.storage.table('gold', 'v')} AS SELECT 1 AS n")
+    spark.range(1).createOrReplaceTempView("temporary_one")
+    try:
+        # The catalog keeps names in lower case; a temporary view is no table of the layer.
+        assert table_names(spark, ch.storage, "gold") == {"apply_progress", "other", "v"}
+        assert table_names(spark, ch.storage, "silver") == set()
+        # Listed again, nothing is created twice.
+        create_missing_tables(spark, ch.storage, "gold", (("apply_progress", "n BIGINT"),))
+        assert table_names(spark, ch.storage, "gold") == {"apply_progress", "other", "v"}
+    finally:
+        spark.catalog.dropTempView("temporary_one")
