@@ -72,7 +72,7 @@ def follow_targets(spark: SparkSession, channel: Channel, targets: list[TargetPl
             action = action_for(actions, t.sources[0][1]) if t.sources else None
             policy = action.on_preserve_alter_table_fail if action else "CREATE_AS_SELECT"
             for name, drop in ((t.model, True), *((h, False) for h in history_tables(t.model))):
-                if name.lower() not in existing:
+                if name not in existing:  # model names are lower case (target_model_name)
                     continue
                 table = channel.storage.table("gold", name)
                 log = partial(log_applied, spark, channel, name, t.sources[0] if t.sources else None)

@@ -228,12 +228,14 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
+    from lakestreams.delta_io import table_names
+
     ch = _channel(args)
     spark = _session(ch)
     # Table names come from our own schemas and are quoted by Storage.table.
     for layer in ("bronze", "silver"):
-        for t in spark.catalog.listTables(ch.storage.schema_name(layer)):
-            name = ch.storage.table(layer, t.name)
+        for table in sorted(table_names(spark, ch.storage, layer)):
+            name = ch.storage.table(layer, table)
             spark.sql(f"OPTIMIZE {name}")
             spark.sql(f"VACUUM {name}")
             print(f"maintained {name}")

@@ -64,7 +64,7 @@ def create_missing_tables(spark: SparkSession, storage: Storage, layer: str, tab
     """Create those of the layer's tables (name, constant column list) that do not exist
     yet. One catalog listing instead of a CREATE TABLE IF NOT EXISTS per table: every stage
     checks its tables, and each such statement loads the table's Delta log."""
-    found = {n.lower() for n in table_names(spark, storage, layer)}
+    found = table_names(spark, storage, layer)
     for name, ddl in tables:
         if name.lower() not in found:
             # Names and column lists are the project's constants (quoted by Storage.table).
