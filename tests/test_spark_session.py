@@ -101,3 +101,16 @@ def test_the_local_driver_runs_the_throughput_collector_unless_told_otherwise(sp
     chosen = [o for o in os.environ.get("LAKESTREAMS_JVM_OPTIONS", "").split() if o.startswith("-XX:+Use") and o.endswith("GC")]
     assert DEFAULT_GC == "-XX:+UseParallelGC"
     assert (names == {"PS Scavenge", "PS MarkSweep"}) == (not chosen or DEFAULT_GC in chosen), names
+
+
+def test_the_local_session_builds_column_expressions_without_recording_python_call_sites(spark):
+    # PySpark's DataFrame debugging makes several JVM calls per Column call; a plan builds
+    # thousands. What PySpark itself reads (cached per process) is what the session set.
+    from pyspark.errors.utils import is_debugging_enabled
+
+    from lakestreams.spark import extra_spark_conf
+
+    asked = extra_spark_conf(os.environ.get("LAKESTREAMS_SPARK_CONF", "")).get(
+        "spark.python.sql.dataFrameDebugging.enabled", "false")
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == asked
+    assert is_debugging_enabled() is (asked.lower() == "true")
