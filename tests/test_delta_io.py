@@ -37,9 +37,31 @@ def test_literal_rows_equal_created_rows(spark):
                        ignore_nullable=True)
 
 
+#: Only strings, booleans and whole numbers: read from one JSON text literal.
+PLAIN = "n BIGINT, i INT, b TINYINT, s STRING, flag BOOLEAN, xs ARRAY<STRING>, m MAP<STRING, BIGINT>, " \
+    "nested ARRAY<STRUCT<name: STRING, cols: ARRAY<STRING>>>"
+PLAIN_ROWS = [
+    (2**63 - 1, -(2**31), 127, 'a\'"; DROP TABLE x; --\n\t\\ é ✓ 𝄞', False, ["", None], {"K": -1, "L": None},
+     [("c1", ["A"]), ("c2", [])]),
+    Row(n=-(2**63), i=2**31 - 1, b=-128, s="", flag=True, xs=[], m={}, nested=[None]),
+    {"n": 3},
+]
+
+
+def test_plain_rows_read_from_one_text_equal_created_rows(spark):
+    plain = local_rows(spark, PLAIN_ROWS, PLAIN)
+    assert "from_json" in plain._jdf.queryExecution().logical().toString()
+    assert_df_equality(plain, spark.createDataFrame(PLAIN_ROWS, PLAIN), ignore_nullable=True)
+    assert "from_json" not in local_rows(spark, ROWS, SCHEMA)._jdf.queryExecution().logical().toString()
+    # A value of another Python type than its field's (an int for a STRING) is a typed literal, cast as before.
+    assert local_rows(spark, [(5, None, None, 7, None, None, None, None)], PLAIN).first()["s"] == "7"
+
+
 def test_a_row_of_the_wrong_width_is_refused(spark):
     with pytest.raises(ValueError, match="a row of 2 values for 9 fields"):
         local_rows(spark, [(1, "a")], SCHEMA)
+    with pytest.raises(ValueError, match="a row of 2 values for 8 fields"):
+        local_rows(spark, [(1, "a")], PLAIN)
 
 
 def test_table_names_are_the_layers_tables_and_views_not_temporary_views(spark, tmp_path):
@@ -58,3 +80,23 @@ def test_table_names_are_the_layers_tables_and_views_not_temporary_views(spark, 
         assert table_names(spark, ch.storage, "gold") == {"apply_progress", "other", "v"}
     finally:
         spark.catalog.dropTempView("temporary_one")
+
+
+def test_an_overwrite_enables_timestamp_ntz_once_then_writes_alone(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    from lakestreams.delta_io import overwrite
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    table = ch.storage.table("silver", "plan__t")
+    overwrite(spark.range(2), table, "t", 1)
+    with_day = spark.range(3).withColumn("day", F.lit("2026-01-02 03:04:05").cast("timestamp_ntz"))
+    overwrite(with_day, table, "t", 2)
+    overwrite(with_day.where("id > 0"), table, "t", 3)
+    overwrite(with_day, table, "t", 3)  # the same key again: skipped
+    ops = [r[0] for r in spark.sql(f"DESCRIBE HISTORY {table}").orderBy("version").select("operation").collect()]
+    # The first write, the feature enabled once, then one commit per new write.
+    assert ops == ["CREATE OR REPLACE TABLE AS SELECT", "SET TBLPROPERTIES", "CREATE OR REPLACE TABLE AS SELECT",
+                   "CREATE OR REPLACE TABLE AS SELECT"], ops
+    assert spark.table(table.replace("`", "")).count() == 2
