@@ -261,7 +261,10 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
         .select(*BRONZE_COLUMNS)
         .withColumn("record_hash", record_hash())
     )
-    seen = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash").distinct()
+    # Records an earlier batch holds: the ledger is read for the hashes this batch brings
+    # (broadcast, a batch's worth), not made distinct whole, a shuffle that grew with history.
+    seen = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash").join(
+        F.broadcast(new.select("record_hash")), "record_hash", "left_semi").distinct()
     w = Window.partitionBy("record_hash").orderBy("_ingest_batch", "_source_file", "raw")
     marked = (
         new.join(seen.withColumn("_seen", F.lit(True)), "record_hash", "left")
