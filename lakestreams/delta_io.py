@@ -129,6 +129,17 @@ def local_rows(spark: SparkSession, rows: Sequence, schema: str | StructType) ->
     return spark.range(1).select(F.inline(F.from_json(F.lit(text), ArrayType(struct), {"mode": "FAILFAST"})))
 
 
+def _fields(value, dtype: StructType) -> list:
+    """A row (a tuple, Row or dict) as (value, field) pairs of ``dtype``; a dict's missing
+    fields are NULL, a tuple must have one value per field."""
+    if isinstance(value, Mapping):
+        return [(value.get(f.name), f) for f in dtype.fields]
+    values = list(value)
+    if len(values) != len(dtype.fields):
+        raise ValueError(f"a row of {len(values)} values for {len(dtype.fields)} fields: {value!r}")
+    return list(zip(values, dtype.fields, strict=True))
+
+
 class _NotPlain(Exception):
     """A value ``_plain`` leaves to ``_literal``."""
 
@@ -144,13 +155,7 @@ def _plain(value, dtype: DataType):
     if value is None:
         return None
     if isinstance(dtype, StructType):
-        if isinstance(value, Mapping):
-            values = [value.get(f.name) for f in dtype.fields]
-        else:
-            values = list(value)
-            if len(values) != len(dtype.fields):
-                raise ValueError(f"a row of {len(values)} values for {len(dtype.fields)} fields: {value!r}")
-        return {f.name: _plain(v, f.dataType) for v, f in zip(values, dtype.fields, strict=True)}
+        return {f.name: _plain(v, f.dataType) for v, f in _fields(value, dtype)}
     if isinstance(dtype, ArrayType) and isinstance(value, (list, tuple)):
         return [_plain(v, dtype.elementType) for v in value]
     if isinstance(dtype, MapType) and isinstance(dtype.keyType, StringType) and isinstance(value, Mapping):
@@ -169,13 +174,7 @@ def _literal(value, dtype: DataType) -> Column:
     if value is None:
         return F.lit(None).cast(dtype)
     if isinstance(dtype, StructType):
-        if isinstance(value, Mapping):
-            values = [value.get(f.name) for f in dtype.fields]
-        else:
-            values = list(value)
-            if len(values) != len(dtype.fields):
-                raise ValueError(f"a row of {len(values)} values for {len(dtype.fields)} fields: {value!r}")
-        return F.struct(*[_literal(v, f.dataType).alias(f.name) for v, f in zip(values, dtype.fields, strict=True)])
+        return F.struct(*[_literal(v, f.dataType).alias(f.name) for v, f in _fields(value, dtype)])
     if isinstance(dtype, ArrayType):
         return F.array(*[_literal(v, dtype.elementType) for v in value]).cast(dtype)
     if isinstance(dtype, MapType):
