@@ -249,6 +249,10 @@ def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] |
     return batch, last_to + 1, latest
 
 
+#: New records whose hashes are broadcast to find them among the ledger's earlier records.
+LEDGER_BROADCAST_ROWS = 100_000
+
+
 def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> DataFrame:
     ledger_name = _t(channel, "ledger")
     new = (
@@ -261,10 +265,14 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
         .select(*BRONZE_COLUMNS)
         .withColumn("record_hash", record_hash())
     )
-    # Records an earlier batch holds: the ledger is read for the hashes this batch brings
-    # (broadcast, a batch's worth), not made distinct whole, a shuffle that grew with history.
+    # Records an earlier batch holds: the ledger is searched for the hashes this batch
+    # brings, not made distinct whole (a shuffle that grew with history). A batch of up to
+    # LEDGER_BROADCAST_ROWS records is broadcast to the scan; a bigger one (a first load)
+    # would cost more to broadcast than to shuffle. The count is one number, no rows.
+    hashes = new.select("record_hash")
+    small = hashes.limit(LEDGER_BROADCAST_ROWS + 1).count() <= LEDGER_BROADCAST_ROWS
     seen = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash").join(
-        F.broadcast(new.select("record_hash")), "record_hash", "left_semi").distinct()
+        F.broadcast(hashes) if small else hashes, "record_hash", "left_semi").distinct()
     w = Window.partitionBy("record_hash").orderBy("_ingest_batch", "_source_file", "raw")
     marked = (
         new.join(seen.withColumn("_seen", F.lit(True)), "record_hash", "left")
