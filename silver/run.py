@@ -265,14 +265,16 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
         .select(*BRONZE_COLUMNS)
         .withColumn("record_hash", record_hash())
     )
-    # Records an earlier batch holds: the ledger is searched for the hashes this batch
-    # brings, not made distinct whole (a shuffle that grew with history). A batch of up to
-    # LEDGER_BROADCAST_ROWS records is broadcast to the scan; a bigger one (a first load)
-    # would cost more to broadcast than to shuffle. The count is one number, no rows.
+    # Records an earlier batch holds. A batch of up to LEDGER_BROADCAST_ROWS records has
+    # its hashes broadcast to the ledger's scan, not every earlier hash made distinct (a
+    # shuffle that grew with history). A bigger one (a first load) costs more to broadcast,
+    # or to read twice, than that shuffle. The count is one number, no rows.
     hashes = new.select("record_hash")
-    small = hashes.limit(LEDGER_BROADCAST_ROWS + 1).count() <= LEDGER_BROADCAST_ROWS
-    seen = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash").join(
-        F.broadcast(hashes) if small else hashes, "record_hash", "left_semi").distinct()
+    earlier = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash")
+    if hashes.limit(LEDGER_BROADCAST_ROWS + 1).count() <= LEDGER_BROADCAST_ROWS:
+        seen = earlier.join(F.broadcast(hashes), "record_hash", "left_semi").distinct()
+    else:
+        seen = earlier.distinct()
     w = Window.partitionBy("record_hash").orderBy("_ingest_batch", "_source_file", "raw")
     marked = (
         new.join(seen.withColumn("_seen", F.lit(True)), "record_hash", "left")
