@@ -37,8 +37,9 @@ from lakestreams.timing import TOTALS  # noqa: E402
 
 #: The slowest steps of each timed run (seconds; threads overlap, so they may add up to more).
 STEPS: dict[str, dict[str, float]] = {}
-#: Spark jobs and Delta commits of each timed run: what a run costs whatever its rows.
-WORK: dict[str, dict[str, int]] = {}
+#: Spark jobs and Delta commits of each timed run (what a run costs whatever its rows), and
+#: which of its stages ran without generated code.
+WORK: dict[str, dict] = {}
 
 
 def timed_run(spark, channel, label: str) -> tuple[float, int]:
@@ -50,7 +51,10 @@ def timed_run(spark, channel, label: str) -> tuple[float, int]:
     result = run_pipeline(spark, channel)
     elapsed = round(time.perf_counter() - start, 1)
     WORK[label] = {"spark_jobs": last_job_id(spark, f"{label}.b") - jobs - 1,
-                   "delta_commits": commits(warehouse) - commits_before}
+                   "delta_commits": commits(warehouse) - commits_before,
+                   # Which stages ran without generated code (lakestreams.spark.interpreted).
+                   "interpreted": {"silver": [r.interpreted for r in result.silver],
+                                   "plan": bool(result.plan and result.plan.interpreted)}}
     spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
     STEPS[label] = {k: round(v, 1) for k, v in spent[:10] if v >= 0.05}
     return elapsed, result.retried

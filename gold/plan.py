@@ -133,6 +133,7 @@ class Plan:
     silver_from: int | None = None
     silver_to: int | None = None
     targets: list[TargetPlan] = field(default_factory=list)
+    interpreted: bool = False  # whether it ran without generated code (``lakestreams.spark.interpreted``)
 
 
 def plan_table_name(model: str) -> str:
@@ -286,25 +287,46 @@ def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, in
 def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
     """The plan to run (plan id, silver range, whether it is run again): an unfinished one
     again, else one over the new silver batches."""
-    st = channel.storage
     refuse_during_rebuild(spark, channel, "the apply plan")
-    runs = _runs_state(spark, channel)
+    nxt = next_plan(spark, channel)
+    if nxt is None or nxt[3]:
+        return nxt
+    log_state(
+        spark, channel.storage.table("silver", "gold_runs"), (nxt[0], nxt[1], nxt[2], "planned"),
+        GOLD_RUN_ROW, "gold.runs.planned", nxt[0],
+    )
+    kill_point("plan.opened")
+    return nxt
+
+
+def next_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
+    """The plan ``open_plan`` would run (plan id, silver range, whether it is run again),
+    without logging it: an unfinished one, else one over the silver batches done since the
+    last plan, else None."""
     unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
         return (*unfinished, True)
-    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
+    last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
-        spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
+        spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'")
+        .agg(F.max("silver_batch")).first()[0]
         or 0
     )
     if silver_done <= last_to:
         return None
-    log_state(
-        spark, st.table("silver", "gold_runs"), (silver_done, last_to + 1, silver_done, "planned"),
-        GOLD_RUN_ROW, "gold.runs.planned", silver_done,
-    )
-    kill_point("plan.opened")
     return silver_done, last_to + 1, silver_done, False
+
+
+def plan_records(spark: SparkSession, channel: Channel, limit: int) -> int | None:
+    """How many records (not duplicates) the silver batches of the next plan hold, counted
+    up to ``limit + 1`` (one number, no rows); None without a plan to run, or without a
+    limit (``limit`` 0: nothing is counted)."""
+    nxt = next_plan(spark, channel) if limit > 0 else None
+    if nxt is None:
+        return None
+    return spark.table(channel.storage.table("silver", "ledger").replace("`", "")).where(
+        (F.col("silver_batch") >= nxt[1]) & (F.col("silver_batch") <= nxt[2]) & ~F.col("is_duplicate")
+    ).limit(limit + 1).count()
 
 
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:

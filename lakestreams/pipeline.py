@@ -18,6 +18,7 @@ from gold.plan import (
     TargetPlan,
     create_gold_tables,
     explained_by_plan,
+    plan_records,
     plan_table_name,
     record_progress,
     run_plan,
@@ -29,7 +30,7 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import table_names
 from lakestreams.rebuild import retry_explained
 from lakestreams.runlock import channel_lock
-from lakestreams.spark import ensure_schemas
+from lakestreams.spark import ensure_schemas, interpreted, interpreted_records
 from lakestreams.timing import stage, step
 from silver.changes import target_model_name
 from silver.evolution import ColumnChanges
@@ -90,16 +91,20 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
     gone: set[str] = set()
     evolve_gold(spark, channel, gone)
-    with step("gold.plan"):
-        plan = run_plan(spark, channel)
-    if plan.plan_id is None:
-        return plan, []
-    with step("gold.dbt"):
-        results = apply_targets(spark, channel, plan, known_targets(spark, channel))
-    # Changes from before a DROP that took the target with it made the target anew: gone again.
-    drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])
-    with step("gold.progress"):
-        record_progress(spark, channel, plan)
+    # A small plan (and its dbt run) goes without generated code: compiling costs it more
+    # than it saves.
+    with interpreted(spark, plan_records(spark, channel, interpreted_records())) as small:
+        with step("gold.plan"):
+            plan = run_plan(spark, channel)
+        plan.interpreted = small
+        if plan.plan_id is None:
+            return plan, []
+        with step("gold.dbt"):
+            results = apply_targets(spark, channel, plan, known_targets(spark, channel))
+        # Changes from before a DROP that took the target with it made the target anew: gone again.
+        drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])
+        with step("gold.progress"):
+            record_progress(spark, channel, plan)
     return plan, results
 
 

@@ -24,6 +24,7 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state
 from lakestreams.errors import ReplicationError
 from lakestreams.faults import kill_point
+from lakestreams.spark import interpreted, interpreted_records
 from lakestreams.timing import step
 from silver.changes import (
     REVISION_DEFAULTS_DDL,
@@ -120,6 +121,7 @@ class SilverResult:
     bronze_to: int | None = None
     tables: list[str] = field(default_factory=list)
     targets: list[dict] = field(default_factory=list)
+    interpreted: bool = False  # whether the batch ran without generated code (``lakestreams.spark.interpreted``)
 
 
 def _t(channel: Channel, name: str) -> str:
@@ -253,7 +255,9 @@ def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] |
 LEDGER_BROADCAST_ROWS = 100_000
 
 
-def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> DataFrame:
+def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi: int) -> tuple[DataFrame, int]:
+    """The batch's records in the ledger, duplicates marked, and how many records the batch
+    has (counted up to the larger of ``LEDGER_BROADCAST_ROWS`` and ``interpreted_records()``, plus one)."""
     ledger_name = _t(channel, "ledger")
     new = (
         spark.read.format("delta")
@@ -271,7 +275,9 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
     # or to read twice, than that shuffle. The count is one number, no rows.
     hashes = new.select("record_hash")
     earlier = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash")
-    if hashes.limit(LEDGER_BROADCAST_ROWS + 1).count() <= LEDGER_BROADCAST_ROWS:
+    # The batch's size, counted only as far as the two choices need (one number, no rows).
+    size = hashes.limit(max(LEDGER_BROADCAST_ROWS, interpreted_records()) + 1).count()
+    if size <= LEDGER_BROADCAST_ROWS:
         seen = earlier.join(F.broadcast(hashes), "record_hash", "left_semi").distinct()
     else:
         seen = earlier.distinct()
@@ -283,7 +289,7 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
         .withColumn("silver_batch", F.lit(batch).cast("bigint"))
     )
     append(marked, ledger_name, "silver.ledger", batch)
-    return spark.table(ledger_name.replace("`", "")).where(f"silver_batch = {batch}")
+    return spark.table(ledger_name.replace("`", "")).where(f"silver_batch = {batch}"), size
 
 
 def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> DataFrame:
@@ -1011,27 +1017,29 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     batch, lo, hi = opened
     result = SilverResult(batch, lo, hi)
     with step("silver.ledger"):
-        new = _ledger_step(spark, channel, batch, lo, hi)
+        new, size = _ledger_step(spark, channel, batch, lo, hi)
     kill_point("silver.ledger")
-    with step("silver.transactions"):
-        released_txns = _transactions_step(spark, channel, batch, new).persist()
-        txns = spark.table(_t(channel, "transactions").replace("`", ""))
-        ledger = spark.table(_t(channel, "ledger").replace("`", ""))
-        released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
-        append(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
-               _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
-    kill_point("silver.transactions")
-    clients = build_clients(channel)
-    classified = classify(released, clients).persist()
-    try:
-        with step("silver.dictionary"):
-            revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"), clients)
-        kill_point("silver.dictionary")
-        derive(spark, channel, batch, classified, clients, revisions, result, truncated)
-    finally:
-        classified.unpersist()
-        released_txns.unpersist()
-        inconsistent.unpersist()
+    # A small batch runs without generated code: compiling costs it more than it saves.
+    with interpreted(spark, size) as result.interpreted:
+        with step("silver.transactions"):
+            released_txns = _transactions_step(spark, channel, batch, new).persist()
+            txns = spark.table(_t(channel, "transactions").replace("`", ""))
+            ledger = spark.table(_t(channel, "ledger").replace("`", ""))
+            released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
+            append(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
+                   _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
+        kill_point("silver.transactions")
+        clients = build_clients(channel)
+        classified = classify(released, clients).persist()
+        try:
+            with step("silver.dictionary"):
+                revisions, truncated = _dictionary_step(spark, channel, batch, classified.where("_bucket = 'ddl'"), clients)
+            kill_point("silver.dictionary")
+            derive(spark, channel, batch, classified, clients, revisions, result, truncated)
+        finally:
+            classified.unpersist()
+            released_txns.unpersist()
+            inconsistent.unpersist()
     kill_point("silver.done")
     log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done"), RUN_ROW, "silver.runs.done", batch)
     return result

@@ -18,6 +18,7 @@ from lakestreams.config import channel_from_dict
 from lakestreams.errors import ApplyError
 from lakestreams.pipeline import run_pipeline
 from lakestreams.sample import generate_hr_sample
+from lakestreams.spark import interpreted_records
 from lakestreams.status import channel_status
 from lakestreams.timing import listening
 
@@ -43,6 +44,8 @@ PROBE_CATALOG = "lakestreams_probe"
 
 #: The stage and step events of the fixture's run, as a progress display receives them.
 EVENTS: list[tuple[str, str, bool]] = []
+#: The fixture's run result.
+RESULTS: list = []
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +62,9 @@ def hr(spark, tmp_path_factory):
     spark.conf.set(f"spark.sql.catalog.{PROBE_CATALOG}.url", "jdbc:derby:memory:lakestreams_probe;create=true")
     spark.catalog.setCurrentCatalog(PROBE_CATALOG)
     try:
+        RESULTS.clear()
         with listening(lambda kind, name, done: EVENTS.append((kind, name, done))):
-            run_pipeline(spark, ch)
+            RESULTS.append(run_pipeline(spark, ch))
         current = spark.catalog.currentCatalog()
     finally:
         spark.catalog.setCurrentCatalog("spark_catalog")
@@ -110,6 +114,16 @@ def test_gold_equals_replay(spark, hr, table):
     ).select(*[F.col(f"j.`{c}`").cast(gold.schema[c].dataType).alias(c) for c in cols])
     assert_df_equality(gold.select(*cols), expected, ignore_row_order=True, ignore_nullable=True)
     assert gold.count() > 0
+
+
+def test_the_sample_s_small_batches_run_without_generated_code(hr):
+    # 1,002 records: each silver batch and the plan are under the limit (unless a
+    # LAKESTREAMS_INTERPRETED_RECORDS below that says otherwise), and ran interpreted.
+    _, _, counts, _ = hr
+    small = 0 < counts["records"] <= interpreted_records()
+    (result,) = RESULTS
+    assert result.silver and all(r.interpreted is small for r in result.silver)
+    assert result.plan.plan_id is not None and result.plan.interpreted is small
 
 
 def test_accounting_and_second_run(spark, hr):

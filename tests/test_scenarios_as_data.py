@@ -45,7 +45,12 @@ def applied(spark, tmp_path_factory):
                       compare_old_values=compare)
     records = [r for s in SPEC["scenarios"] for r in scenario_records(s, s.get("columns", SPEC["columns"]))]
     write_lines(ch, "src", "scenarios.jsonl", records)
-    run_pipeline(spark, ch)
+    # Compiled, as a big batch runs: the rest of the suite's small batches run interpreted
+    # (lakestreams.spark.interpreted), so both ways meet the conflict scenarios.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "0")
+        result = run_pipeline(spark, ch)
+    assert not result.plan.interpreted and not any(r.interpreted for r in result.silver)
     return ch
 
 

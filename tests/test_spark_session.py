@@ -114,3 +114,45 @@ def test_the_local_session_builds_column_expressions_without_recording_python_ca
         "spark.python.sql.dataFrameDebugging.enabled", "false")
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == asked
     assert is_debugging_enabled() is (asked.lower() == "true")
+
+
+def test_a_small_block_runs_without_generated_code_and_puts_the_settings_back(spark, monkeypatch):
+    from lakestreams.spark import INTERPRETED_CONF, interpreted
+
+    monkeypatch.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "10")
+    keys = list(INTERPRETED_CONF)
+    before = {k: spark.conf.get(k) for k in keys}
+
+    def query():
+        return spark.range(20).selectExpr("id", "id * 2 AS twice").where("id % 3 = 0")
+
+    def compiled() -> bool:  # a new query, planned under the session's settings now
+        # Whole-stage code shows as "*(n)" before the operators it covers.
+        return "*(" in query()._jdf.queryExecution().executedPlan().toString()
+
+    def sums() -> tuple:
+        return tuple(query().agg({"twice": "sum", "id": "count"}).first())
+
+    plain = sums()
+    assert compiled() is (before["spark.sql.codegen.wholeStage"] == "true")
+    # Over the limit, or no count at all: nothing changes.
+    for records in (11, None):
+        with interpreted(spark, records) as on:
+            assert on is False and {k: spark.conf.get(k) for k in keys} == before
+    with interpreted(spark, 10) as on:
+        assert on is True
+        assert {k: spark.conf.get(k) for k in keys} == INTERPRETED_CONF
+        assert not compiled()
+        assert sums() == plain == (126, 7)
+    assert {k: spark.conf.get(k) for k in keys} == before
+    # A failing block puts them back too.
+    try:
+        with interpreted(spark, 0):
+            raise RuntimeError("stop")
+    except RuntimeError:
+        pass
+    assert {k: spark.conf.get(k) for k in keys} == before
+    # 0 turns it off: even an empty batch compiles.
+    monkeypatch.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "0")
+    with interpreted(spark, 0) as on:
+        assert on is False
