@@ -287,45 +287,32 @@ def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, in
 def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
     """The plan to run (plan id, silver range, whether it is run again): an unfinished one
     again, else one over the new silver batches."""
+    st = channel.storage
     refuse_during_rebuild(spark, channel, "the apply plan")
-    nxt = next_plan(spark, channel)
-    if nxt is None or nxt[3]:
-        return nxt
-    log_state(
-        spark, channel.storage.table("silver", "gold_runs"), (nxt[0], nxt[1], nxt[2], "planned"),
-        GOLD_RUN_ROW, "gold.runs.planned", nxt[0],
-    )
-    kill_point("plan.opened")
-    return nxt
-
-
-def next_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
-    """The plan ``open_plan`` would run (plan id, silver range, whether it is run again),
-    without logging it: an unfinished one, else one over the silver batches done since the
-    last plan, else None."""
+    runs = _runs_state(spark, channel)
     unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
         return (*unfinished, True)
-    last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
+    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
-        spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'")
-        .agg(F.max("silver_batch")).first()[0]
+        spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
         or 0
     )
     if silver_done <= last_to:
         return None
+    log_state(
+        spark, st.table("silver", "gold_runs"), (silver_done, last_to + 1, silver_done, "planned"),
+        GOLD_RUN_ROW, "gold.runs.planned", silver_done,
+    )
+    kill_point("plan.opened")
     return silver_done, last_to + 1, silver_done, False
 
 
-def plan_records(spark: SparkSession, channel: Channel, limit: int) -> int | None:
-    """How many records (not duplicates) the silver batches of the next plan hold, counted
-    up to ``limit + 1`` (one number, no rows); None without a plan to run, or without a
-    limit (``limit`` 0: nothing is counted)."""
-    nxt = next_plan(spark, channel) if limit > 0 else None
-    if nxt is None:
-        return None
+def plan_records(spark: SparkSession, channel: Channel, lo: int, hi: int, limit: int) -> int:
+    """How many records (not duplicates) silver batches ``lo`` to ``hi`` hold, counted up to
+    ``limit + 1`` (one number, no rows)."""
     return spark.table(channel.storage.table("silver", "ledger").replace("`", "")).where(
-        (F.col("silver_batch") >= nxt[1]) & (F.col("silver_batch") <= nxt[2]) & ~F.col("is_duplicate")
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi) & ~F.col("is_duplicate")
     ).limit(limit + 1).count()
 
 
@@ -671,11 +658,13 @@ def _error_handlers(
     return rows.localCheckpoint(), reduce(DataFrame.unionByName, raised), redo
 
 
-def run_plan(spark: SparkSession, channel: Channel) -> Plan:
-    """Build the apply plan for the silver batches not applied yet (if any)."""
+def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int, bool] | None = None) -> Plan:
+    """Build the apply plan for the silver batches not applied yet (if any). ``opened``:
+    the plan ``open_plan`` opened, when the caller opened it."""
     st = channel.storage
     create_gold_tables(spark, channel)
-    opened = open_plan(spark, channel)
+    if opened is None:
+        opened = open_plan(spark, channel)
     if opened is None:
         return Plan()
     plan_id, lo, hi, resumed = opened

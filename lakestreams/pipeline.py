@@ -18,6 +18,7 @@ from gold.plan import (
     TargetPlan,
     create_gold_tables,
     explained_by_plan,
+    open_plan,
     plan_records,
     plan_table_name,
     record_progress,
@@ -91,14 +92,17 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
     gone: set[str] = set()
     evolve_gold(spark, channel, gone)
+    opened = open_plan(spark, channel)
+    if opened is None:
+        return Plan(), []
     # A small plan (and its dbt run) goes without generated code: compiling costs it more
     # than it saves.
-    with interpreted(spark, plan_records(spark, channel, interpreted_records())) as small:
+    limit = interpreted_records()
+    records = plan_records(spark, channel, opened[1], opened[2], limit) if limit > 0 else None
+    with interpreted(spark, records) as small:
         with step("gold.plan"):
-            plan = run_plan(spark, channel)
+            plan = run_plan(spark, channel, opened)
         plan.interpreted = small
-        if plan.plan_id is None:
-            return plan, []
         with step("gold.dbt"):
             results = apply_targets(spark, channel, plan, known_targets(spark, channel))
         # Changes from before a DROP that took the target with it made the target anew: gone again.
