@@ -679,11 +679,19 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     # (a channel of many quiet tables) cost nothing here. One row per change table.
     written = {r[0] for r in spark.table(st.table("silver", "targets").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)).select("change_table").distinct().collect()}
-    for src, sowner, sname, tdef, chg in load_targets(spark, channel):
-        if chg not in written:
-            continue
-        full = spark.table(st.table("silver", chg).replace("`", ""))
-        per_source.setdefault((tdef.owner, tdef.name), []).append((src, full.where(in_range), (src, sowner, sname), tdef))
+    busy = [t for t in load_targets(spark, channel) if t[4] in written]
+
+    def read_new(t: tuple) -> tuple[DataFrame, DataFrame]:
+        full = spark.table(st.table("silver", t[4]).replace("`", ""))
+        # The plan's changes of one change table, read from Delta once: the flags, the
+        # failures, the judging and the outcomes below all read them (each Delta scan
+        # costs the driver a file-filtering job of its own), as does every conflict round.
+        return full, full.where(in_range).localCheckpoint()
+
+    with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
+        read = list(pool.map(read_new, busy))
+    for (src, sowner, sname, tdef, _chg), (full, new) in zip(busy, read, strict=True):
+        per_source.setdefault((tdef.owner, tdef.name), []).append((src, new, (src, sowner, sname), tdef))
         earlier.setdefault((tdef.owner, tdef.name), []).append(full.where(F.col("_silver_batch") < lo))
     # 1. Transactions that fail, decided once for all tables. Instantiation SCNs are set
     #    for source objects, whatever name a transformation gives the target.
