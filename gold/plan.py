@@ -400,7 +400,7 @@ def with_keys(changes: DataFrame, table: TableDef) -> DataFrame:
     )
 
 
-def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, moves: bool | None = None) -> DataFrame:
+def assign_roots(changes: DataFrame, table: TableDef, moves: bool, max_rounds: int = 64) -> DataFrame:
     """Give each change (keyed by ``with_keys``) the id (``_root``) of the row incarnation it belongs to.
 
     Changes on one key form segments: a segment starts at an INSERT, at an UPDATE that
@@ -408,8 +408,7 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, move
     starts with a key move continues the incarnation of the segment the row came from;
     those links are followed by pointer jumping, so driver work grows with the length
     of key-move chains (log2), never with rows. ``moves``: whether any change moves a row
-    to another key, when the caller knows (``run_plan`` finds it for all targets in
-    one job); else a job finds out.
+    to another key (without one, each segment is an incarnation of its own).
     """
     c = changes
     # Touch events: a change touches its old key (leaving or staying) and its new key.
@@ -449,9 +448,6 @@ def assign_roots(changes: DataFrame, table: TableDef, max_rounds: int = 64, move
         F.coalesce(F.col("_prev_holds"), F.lit(False)).alias("_taken"),
         F.col("_prev_holds").isNull().alias("_claim_first"),
     )
-    if moves is None:
-        with step("plan.roots.moves"):
-            moves = c.where(is_move()).limit(1).count() > 0
     if not moves:
         # No key moves: every segment is an incarnation of its own; nothing to follow.
         roots = member.select("_seq", "_gap", F.col("_node").cast("string").alias("_root"))
@@ -485,7 +481,14 @@ def is_move() -> Column:
 
 def build_target_plan(changes: DataFrame, table: TableDef, moves: bool | None = None) -> DataFrame:
     """Ordered, rooted changes of one target (keyed by ``with_keys``, flagged by
-    ``gold.late``): the rows its dbt model reads. ``moves``: as ``assign_roots``."""
+    ``gold.late``): the rows its dbt model reads. ``moves``: whether any change moves a
+    row to another key, when the caller knows (``run_plan`` finds it for all targets in
+    one job); else a job finds out."""
+    if moves is None:
+        # Looked for before the changes are numbered: the filter stops at the first move,
+        # where after the numbering (one window over all the changes) it sorts them all.
+        with step("plan.roots.moves"):
+            moves = changes.where(is_move()).limit(1).count() > 0
     # One source is ordered by SCN; sources are interleaved by commit time. A source's
     # commit time is made monotone in SCN order (running maximum), so a clock step back
     # at the source can never reorder its own transactions.
@@ -807,7 +810,9 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                 applied.where((F.col("owner") == owner) & (F.col("table_name") == name)).drop("owner", "table_name").distinct(),
             )
             keys, rows = refold(spark, seeds.where(F.col("_model") == model).select("_kj"), history)
-        return model, keys, rows.withColumn("_decided", F.lit(True))
+            # Evaluated once: every conflict round's ordering and judging reads it.
+            rows = rows.withColumn("_decided", F.lit(True)).localCheckpoint()
+        return model, keys, rows
 
     with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
         late = {model: (keys, rows) for model, keys, rows in pool.map(late_work, targets)}
