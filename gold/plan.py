@@ -293,19 +293,36 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, boo
     unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
         return (*unfinished, True)
-    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
-    silver_done = int(
-        spark.table(st.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(F.max("silver_batch")).first()[0]
-        or 0
-    )
-    if silver_done <= last_to:
+    pending = pending_range(spark, channel, runs)
+    if pending is None:
         return None
+    last_to, silver_done = pending[0] - 1, pending[1]
     log_state(
         spark, st.table("silver", "gold_runs"), (silver_done, last_to + 1, silver_done, "planned"),
         GOLD_RUN_ROW, "gold.runs.planned", silver_done,
     )
     kill_point("plan.opened")
     return silver_done, last_to + 1, silver_done, False
+
+
+def pending_range(spark: SparkSession, channel: Channel, runs: DataFrame | None = None) -> tuple[int, int] | None:
+    """The silver batches no plan has taken yet (first, last), or None. ``runs``: the plan
+    log's state (``_runs_state``), when the caller has it. Two aggregates: metadata."""
+    runs = _runs_state(spark, channel) if runs is None else runs
+    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
+    silver_done = int(
+        spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(
+            F.max("silver_batch")).first()[0]
+        or 0
+    )
+    return None if silver_done <= last_to else (last_to + 1, silver_done)
+
+
+def _written_change_tables(spark: SparkSession, channel: Channel, lo: int, hi: int) -> set[str]:
+    """The change tables silver wrote in batches ``lo`` to ``hi``: only they have work (the
+    others, a channel of many quiet tables, cost nothing). One row per change table."""
+    return {r[0] for r in spark.table(channel.storage.table("silver", "targets").replace("`", "")).where(
+        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)).select("change_table").distinct().collect()}
 
 
 def plan_records(spark: SparkSession, channel: Channel, lo: int, hi: int, limit: int) -> int:
@@ -678,10 +695,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}
     earlier: dict[tuple[str, str], list[DataFrame]] = {}
-    # Only the change tables silver wrote in the plan's batches have work: the others
-    # (a channel of many quiet tables) cost nothing here. One row per change table.
-    written = {r[0] for r in spark.table(st.table("silver", "targets").replace("`", "")).where(
-        (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)).select("change_table").distinct().collect()}
+    written = _written_change_tables(spark, channel, lo, hi)
     busy = [t for t in load_targets(spark, channel) if t[4] in written]
 
     def read_new(t: tuple) -> tuple[DataFrame, DataFrame]:
@@ -1071,6 +1085,31 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     )
 
 
+def _conflict_queue(spark: SparkSession, channel: Channel, before_plan: int | None = None) -> DataFrame:
+    """Error queue entries that failed on a conflict (``CONFLICT_ERRORS``), of plans before
+    ``before_plan`` when given."""
+    queue = spark.table(channel.storage.table("gold", "error_queue").replace("`", ""))
+    if before_plan is not None:
+        queue = queue.where(F.col("plan_id") < before_plan)
+    return queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
+
+
+def _derived_changes(spark: SparkSession, channel: Channel, models: set[str],
+                     targets: list[tuple] | None = None) -> dict[str, list[tuple]]:
+    """Per target of ``models``: (source, change table rows of every batch, target
+    definition, change table name) for each of its change tables. ``targets``: what
+    ``load_targets`` returns, when the caller has it."""
+    st = channel.storage
+    existing = table_names(spark, st, "silver")
+    derived: dict[str, list[tuple]] = {}
+    for src, sowner, sname, tdef, chg in load_targets(spark, channel) if targets is None else targets:
+        model = target_model_name(tdef.owner, tdef.name)
+        if model in models and chg in existing:
+            derived.setdefault(model, []).append(
+                ((src, sowner, sname), spark.table(st.table("silver", chg).replace("`", "")), tdef, chg))
+    return derived
+
+
 def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame | None:
     """Error transactions of earlier plans that failed on a conflict (no row, a taken key,
     other values) at a key where a change this plan applied comes first in commit order:
@@ -1078,22 +1117,51 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
     may be empty). None when no conflict of an earlier plan waits in the error queue, or
     the plan has no targets: there is nothing to look at."""
     st = channel.storage
-    queue = spark.table(st.table("gold", "error_queue").replace("`", "")).where(F.col("plan_id") < plan.plan_id)
-    queue = queue.where(reduce(lambda a, b: a | b, [F.col("error").contains(e) for e in CONFLICT_ERRORS]))
+    queue = _conflict_queue(spark, channel, plan.plan_id)
     if not plan.targets or queue.limit(1).count() == 0:
         return None
     inst_rows = instantiation_rows(spark.table(st.table("silver", "instantiation").replace("`", "")))
-    models = {t.model for t in plan.targets}
-    existing = table_names(spark, st, "silver")
-    derived: dict[str, list[DataFrame]] = {}
-    for _src, _o, _n, tdef, chg in load_targets(spark, channel):
-        model = target_model_name(tdef.owner, tdef.name)
-        if model in models and chg in existing:
-            derived.setdefault(model, []).append(spark.table(st.table("silver", chg).replace("`", "")))
+    derived = _derived_changes(spark, channel, {t.model for t in plan.targets})
     pairs = []
     for t in plan.targets:
         # A target the plan did not touch keeps the plan table of an earlier plan.
         now = with_inst_literals(spark.table(st.table("silver", t.plan_table).replace("`", "")).where(
             F.col("_plan_id") == plan.plan_id), inst_rows, t.sources).where(above_instantiation() & ~F.col("_decided"))
-        pairs.append((now, with_keys(reduce(DataFrame.unionByName, derived[t.model]), t.definition)))
+        pairs.append((now, with_keys(reduce(DataFrame.unionByName, [d[1] for d in derived[t.model]]), t.definition)))
     return explained_failures(spark, queue, pairs)
+
+
+def explained_by_pending(spark: SparkSession, channel: Channel) -> tuple[int, DataFrame] | None:
+    """Error transactions that failed on a conflict at a key where a change waiting in
+    silver (the batches no plan has taken yet) comes first in commit order. Re-executed
+    before the next plan, they are planned and applied together with that change, in one
+    plan, instead of in a plan of their own after it (``explained_by_plan``, which stays
+    for what this look cannot see: the changes the plan's error handlers make). A
+    waiting change whose own transaction fails after all costs only a re-execution: the
+    transaction it seemed to explain fails again. Returns the last waiting batch with the
+    transactions (the frame may be empty); None when no silver batch waits or no conflict
+    waits in the error queue. The caller has found no plan unfinished."""
+    queue = _conflict_queue(spark, channel)
+    if queue.limit(1).count() == 0:
+        return None
+    pending = pending_range(spark, channel)
+    if pending is None:
+        return None
+    lo, hi = pending
+    written = _written_change_tables(spark, channel, lo, hi)
+    targets = load_targets(spark, channel)
+    busy = {target_model_name(t[3].owner, t[3].name) for t in targets if t[4] in written}
+    inst_rows = instantiation_rows(effective_instantiation(spark, channel))
+    pairs = []
+    for _model, items in sorted(_derived_changes(spark, channel, busy, targets).items()):
+        tdef = items[0][2]
+        # Row changes of the waiting batches above the instantiation SCN, keyed as the
+        # target's first source defines its key (as the plan roots them).
+        now = [with_inst_literals(with_keys(df.where(
+            (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi) & F.col("_error").isNull()), tdef), inst_rows,
+            (source,)) for source, df, _, chg in items if chg in written]
+        if not now:  # its written change table is gone (a DROP): nothing waits there
+            continue
+        keyed_now = reduce(DataFrame.unionByName, now).where(above_instantiation() & (F.col("_op") != "T"))
+        pairs.append((keyed_now, with_keys(reduce(DataFrame.unionByName, [d[1] for d in items]), tdef)))
+    return hi, explained_failures(spark, queue, pairs)

@@ -17,6 +17,7 @@ from gold.plan import (
     Plan,
     TargetPlan,
     create_gold_tables,
+    explained_by_pending,
     explained_by_plan,
     open_plan,
     plan_records,
@@ -29,7 +30,7 @@ from gold.structure import drop_gold_tables, follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.delta_io import table_names
-from lakestreams.rebuild import retry_explained
+from lakestreams.rebuild import ExecuteResult, retry_explained
 from lakestreams.runlock import channel_lock
 from lakestreams.spark import ensure_schemas, interpreted, interpreted_records
 from lakestreams.timing import stage, step
@@ -40,6 +41,8 @@ from silver.run import (
     create_silver_tables,
     is_retry,
     load_targets,
+    retry_pending_request,
+    retry_request,
     run_silver,
     unfinished_rebuild,
 )
@@ -148,13 +151,28 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
         explained = explained_by_plan(spark, channel, plan)
         # No conflict waits in the error queue: no re-execution request to open (its checks
         # of unfinished batches, plans and rebuilds cost more than the look).
-        r = retry_explained(spark, channel, plan.plan_id, explained) if explained is not None else None
+        r = retry_explained(spark, channel, retry_request(plan.plan_id), explained) if explained is not None else None
     _write_mark(marker, mark)
+    return _retried(r, result)
+
+
+def _retried(r: ExecuteResult | None, result: RunResult) -> bool:
     if r is None or not r.count:
         return False
     result.retried += r.count
     result.silver.append(r.silver)
     return True
+
+
+def retry_pending(spark: SparkSession, channel: Channel, result: RunResult) -> bool:
+    """Before a plan: re-execute the error transactions that the silver batches waiting for
+    it explain (``explained_by_pending``), so that the plan applies them together with the
+    changes they waited for. True when some were re-executed."""
+    with step("gold.retry.pending"):
+        found = explained_by_pending(spark, channel)
+        # No conflict waits in the error queue: no re-execution request to open.
+        r = retry_explained(spark, channel, retry_pending_request(found[0]), found[1]) if found is not None else None
+    return _retried(r, result)
 
 
 def _read_mark(marker: Path) -> str | None:
@@ -178,9 +196,7 @@ def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> No
     """Finish a re-execution of explained conflicts that a killed run left unfinished."""
     pending = unfinished_rebuild(spark, channel)
     if pending is not None and is_retry(pending["request"]):
-        r = retry_explained(spark, channel, int(pending["request"].split(" ")[1]), None)
-        result.retried += r.count
-        result.silver.append(r.silver)
+        _retried(retry_explained(spark, channel, pending["request"], None), result)
 
 
 def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
@@ -229,6 +245,7 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
     if unfinished_plan(spark, channel) is None:
         # The last plan's explained conflicts, in case a run was killed before retrying them.
         retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
+        retry_pending(spark, channel, result)
     result.plan, result.dbt = run_gold(spark, channel)
     for _ in range(MAX_RETRY_ROUNDS):
         if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):

@@ -59,7 +59,6 @@ from silver.run import (
     load_revisions,
     load_targets,
     released_records,
-    retry_request,
     unfinished_rebuild,
     without_inconsistent,
 )
@@ -378,13 +377,14 @@ def execute_errors(
     return _execute(spark, channel, name, queued)
 
 
-def retry_explained(spark: SparkSession, channel: Channel, plan_id: int, explained: DataFrame | None) -> ExecuteResult:
-    """Re-execute the error transactions a plan explained (``gold.plan.explained_by_plan``):
-    they failed on a conflict at a key where a change that lands later comes first. Same
-    steps as ``execute_errors``; resumes the request when ``explained`` is None."""
+def retry_explained(spark: SparkSession, channel: Channel, name: str, explained: DataFrame | None) -> ExecuteResult:
+    """Re-execute, as request ``name`` (``retry_request``, ``retry_pending_request``), the
+    error transactions a plan or the waiting silver batches explained (``gold.plan.
+    explained_by_plan``, ``explained_by_pending``): they failed on a conflict at a key
+    where a change that landed later comes first. Same steps as ``execute_errors``;
+    resumes the request when ``explained`` is None."""
     create_silver_tables(spark, channel)
     create_gold_tables(spark, channel)
-    name = retry_request(plan_id)
     queued = _queue(spark, channel).select(*KEYS).distinct()
     # Resuming, the set is the one logged; a new request without one has nothing to do.
     queued = queued.join(explained, KEYS, "left_semi") if explained is not None else queued.limit(0)

@@ -164,7 +164,7 @@ def unfinished_rebuild(spark: SparkSession, channel: Channel):
 
 #: Requests of the re-derivation log that re-execute error transactions (the others rebuild a table).
 EXECUTE_ERROR, EXECUTE_ALL_ERRORS = "execute_error", "execute_all_errors"
-RETRY_CONFLICTS = "retry_conflicts"
+RETRY_CONFLICTS, RETRY_PENDING = "retry_conflicts", "retry_pending"
 
 
 def retry_request(plan_id: int) -> str:
@@ -172,8 +172,14 @@ def retry_request(plan_id: int) -> str:
     return f"{RETRY_CONFLICTS} {plan_id}"
 
 
+def retry_pending_request(last_batch: int) -> str:
+    """The logged request that re-executes, before a plan, the conflicts that the silver
+    batches waiting up to ``last_batch`` explain."""
+    return f"{RETRY_PENDING} {last_batch}"
+
+
 def is_retry(request: str) -> bool:
-    return request.split(" ")[0] == RETRY_CONFLICTS
+    return request.split(" ")[0] in (RETRY_CONFLICTS, RETRY_PENDING)
 
 
 def execute_error_request(source_database: str, transaction_id: str) -> str:
@@ -203,6 +209,8 @@ def finish_command(request: str) -> str:
 def describe_request(request: str) -> str:
     if request == EXECUTE_ALL_ERRORS:
         return "the re-execution of all error transactions"
+    if request.split(" ")[0] == RETRY_PENDING:
+        return f"the re-execution of the conflicts silver batches up to {request.split(' ')[1]} explained"
     if is_retry(request):
         return f"the re-execution of the conflicts plan {request.split(' ')[1]} explained"
     one = executed_transaction(request)

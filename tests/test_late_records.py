@@ -44,6 +44,11 @@ def _gold(spark, ch):
     return spark.table(f"{ch.storage.schema_name('gold')}.hr__regions").select(*COLS)
 
 
+def _plans(spark, ch) -> int:
+    runs = spark.table(ch.storage.table("silver", "gold_runs").replace("`", ""))
+    return runs.where("state = 'applied'").count()
+
+
 def _queue(spark, ch) -> dict[str, str]:
     q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
     return {r["transaction_id"]: r["error"] for r in q.collect()}
@@ -126,8 +131,9 @@ def test_a_late_change_that_contradicts_applied_history_fails(spark, tmp_path):
                          ids=["core", "retry_mark"])
 def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check_mark):
     """An UPDATE that lands before the INSERT it depends on fails (no row), and one that
-    lands before the UPDATE it follows fails (other values); once the earlier change lands
-    and applies, they are re-executed in the same run and apply in commit order."""
+    lands before the UPDATE it follows fails (other values); once the earlier change lands,
+    they are re-executed in the same run and apply in commit order, in the one plan that
+    applies the change they waited for."""
     ch = make_channel(tmp_path)
     t = {
         "t2": Txn("t2", 200).row("INSERT", new=_row(1, "A", "n")).commit(),
@@ -140,8 +146,9 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check
     first = run_pipeline(spark, ch)
     assert "ORA-01403" in _queue(spark, ch)["t3"] and first.retried == 0
     write_lines(ch, "src", "f2.jsonl", t["t2"])
+    plans = _plans(spark, ch)
     second = run_pipeline(spark, ch)
-    assert second.retried == 1 and _queue(spark, ch) == {}
+    assert second.retried == 1 and _queue(spark, ch) == {} and _plans(spark, ch) == plans + 1
     write_lines(ch, "src", "f3.jsonl", t["t6"])
     run_pipeline(spark, ch)
     # t6 met name B where its old image says C: queued whole, key 7 not inserted.
@@ -157,8 +164,9 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check
         assert run_pipeline(spark, ch).retried == 0 and TOTALS["gold.retry"] > looked
         assert (ch.storage.state / RETRY_CHECKED).is_file() and "ORA-26786" in _queue(spark, ch)["t6"]
     write_lines(ch, "src", "f4.jsonl", t["t5"])
+    plans = _plans(spark, ch)
     fourth = run_pipeline(spark, ch)
-    assert fourth.retried == 1 and _queue(spark, ch) == {}
+    assert fourth.retried == 1 and _queue(spark, ch) == {} and _plans(spark, ch) == plans + 1
     rows = sorted((r["REGION_ID"], r["REGION_NAME"], r["NOTE"], r["_transaction_id"]) for r in _gold(spark, ch).collect())
     assert rows == [(1, "D", "n", "t6"), (7, "G", None, "t6")]
     audit = run_audit(spark, ch)
