@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial, reduce
 
@@ -841,6 +842,7 @@ def derive(
     # Dropped tables too: changes committed before their DROP (in this very batch, say) are
     # replicated; one after it is read with the dropped revision and fails with its reason.
     targets, group_errors = _resolve_targets(channel, clients, revisions, accepted, registry)
+    writes: list[tuple[DataFrame, str, str]] = []
     for (src, owner, name), (tdef, groups, source, shape) in sorted(targets.items()):
         cname = change_table_name(src, owner, name)
         revs = for_target(revisions[(src, *source)], (owner, name))
@@ -856,15 +858,23 @@ def derive(
             segments, [h for h in channel.dml_handlers if (h.owner, h.table) == (owner, name)], tdef)
         fields = schema["_new"].dataType.fieldNames()
         default_rows = revision_default_rows(revs, structures, shape, fields)
-        typed = fill_defaults(typed, defaults_from_rows(default_rows))
-        with step("silver.change_table"):
-            append(typed, qualified, f"silver.{cname}", batch)
-        kill_point("silver.changes")
+        writes.append((fill_defaults(typed, defaults_from_rows(default_rows)), qualified, cname))
         if consumed is not None:
             handled.append(consumed.select(
                 "_source_database", "_transaction_id", F.lit(source[0]).alias("_owner"), F.lit(source[1]).alias("_table"),
                 "_reason"))
         _register(result, tdef, (src, *source), cname, batch, default_rows)
+
+    def write(w: tuple[DataFrame, str, str]) -> None:
+        with step("silver.change_table"):
+            append(w[0], w[1], f"silver.{w[2]}", batch)
+        kill_point("silver.changes")
+
+    # The change tables are written a few at a time: each small batch's write is mostly
+    # the driver's Delta commit, which waits on the file system, not on the cores. Each
+    # write is keyed by the batch, so a re-run after a kill writes only the ones missing.
+    with ThreadPoolExecutor(max_workers=CHANGE_TABLE_THREADS) as pool:
+        list(pool.map(write, writes))
     reached = {(src, *source) for (src, _, _), (_, _, source, _) in targets.items()}
     for src, sowner, sname, tdef, cname in registry:
         emptied = (truncated or {}).get((src, sowner, sname))
@@ -914,6 +924,10 @@ def derive(
     )
     with step("silver.outcomes"):
         append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+
+
+#: Change tables a silver batch writes at once.
+CHANGE_TABLE_THREADS = 4
 
 
 #: The record columns a change table is made from (``silver.changes.typed_by_revision``).
