@@ -289,11 +289,10 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, boo
     again, else one over the new silver batches."""
     st = channel.storage
     refuse_during_rebuild(spark, channel, "the apply plan")
-    runs = _runs_state(spark, channel)
     unfinished = unfinished_plan(spark, channel)
     if unfinished is not None:
         return (*unfinished, True)
-    pending = pending_range(spark, channel, runs)
+    pending = pending_range(spark, channel)
     if pending is None:
         return None
     last_to, silver_done = pending[0] - 1, pending[1]
@@ -305,11 +304,9 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, boo
     return silver_done, last_to + 1, silver_done, False
 
 
-def pending_range(spark: SparkSession, channel: Channel, runs: DataFrame | None = None) -> tuple[int, int] | None:
-    """The silver batches no plan has taken yet (first, last), or None. ``runs``: the plan
-    log's state (``_runs_state``), when the caller has it. Two aggregates: metadata."""
-    runs = _runs_state(spark, channel) if runs is None else runs
-    last_to = int(runs.agg(F.max("silver_to")).first()[0] or 0)
+def pending_range(spark: SparkSession, channel: Channel) -> tuple[int, int] | None:
+    """The silver batches no plan has taken yet (first, last), or None. Two aggregates: metadata."""
+    last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
         spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(
             F.max("silver_batch")).first()[0]
@@ -320,7 +317,8 @@ def pending_range(spark: SparkSession, channel: Channel, runs: DataFrame | None 
 
 def _written_change_tables(spark: SparkSession, channel: Channel, lo: int, hi: int) -> set[str]:
     """The change tables silver wrote in batches ``lo`` to ``hi``: only they have work (the
-    others, a channel of many quiet tables, cost nothing). One row per change table."""
+    others, a channel of many quiet tables, cost nothing)."""
+    # One row per change table reaches the driver: metadata, not change rows.
     return {r[0] for r in spark.table(channel.storage.table("silver", "targets").replace("`", "")).where(
         (F.col("silver_batch") >= lo) & (F.col("silver_batch") <= hi)).select("change_table").distinct().collect()}
 
