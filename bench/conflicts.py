@@ -6,7 +6,10 @@ one process and session: one with the default detection (every non-key column of
 UPDATE and DELETE compared with the row the previous change left), one with
 ``compare_old_values`` off for every column, where the plan skips the comparison. The
 gold stage (plan + dbt apply) is compared; runs alternate to spread the machine's noise.
-Usage: ``python bench/conflicts.py [--records N] [--tables T] [--files F] [--rounds R]``.
+A first run of each mode, not counted, warms the JVM (``--warmup 0`` leaves it out): the
+process's first pipeline run compiles and loads most of what the others reuse, and
+counted, it would make whichever mode runs first look slower.
+Usage: ``python bench/conflicts.py [--records N] [--tables T] [--files F] [--rounds R] [--warmup W]``.
 """
 
 from __future__ import annotations
@@ -44,11 +47,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     generator_args(ap, records=200_000, files=10, out="out_conflicts")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted runs of each mode before the rounds")
     args = ap.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     counts = generate_bench(out / "landing", records=args.records, tables=args.tables, files=args.files)
     spark = build_session(out / "wh", app_name="lakestreams-bench-conflicts")
+    for w in range(args.warmup):
+        for mode in ("off", "on"):
+            run(spark, out, f"cd_warm_{mode}_{w}", args.tables, mode == "on")
     results: dict[str, list[dict]] = {"off": [], "on": []}
     for r in range(args.rounds):
         for mode in ("off", "on") if r % 2 == 0 else ("on", "off"):
@@ -58,6 +65,7 @@ def main() -> None:
     print(json.dumps({
         "records": counts["records"],
         "rounds": args.rounds,
+        "warmup_runs_per_mode": args.warmup,
         "gold_s_detection_off": round(gold["off"], 1),
         "gold_s_detection_on": round(gold["on"], 1),
         "detection_overhead_pct": round(100 * (gold["on"] / gold["off"] - 1), 1),
