@@ -174,7 +174,10 @@ def refold(spark: SparkSession, seeds: DataFrame, history: DataFrame) -> tuple[D
     """The re-fold key set (``_kj``) grown from ``seeds`` over the key moves of the history,
     and the history changes touching it."""
     keys = seeds.localCheckpoint()
-    touched = _touched(history).select("_source_database", "_transaction_id", "_commit_scn", "_op", "_okey", "_nkey", "_kj")
+    # Where each applied change is, read from the history once (every change-table batch
+    # of the target): the rounds below join the checkpoint, and the rows are picked by it.
+    ident = ["_source_database", "_transaction_id", "_position"]
+    touched = _touched(history, "_position").select(*ident, "_commit_scn", "_op", "_okey", "_nkey", "_kj").localCheckpoint()
     for _ in range(MAX_MOVE_ROUNDS):
         hit = touched.join(keys, "_kj", "left_semi")
         moved = hit.where(F.col("_op") == "U").where(~F.col("_okey").eqNullSafe(F.col("_nkey")))
@@ -187,10 +190,12 @@ def refold(spark: SparkSession, seeds: DataFrame, history: DataFrame) -> tuple[D
         keys = keys.unionByName(linked).distinct().localCheckpoint()
     else:
         raise ApplyError(f"late changes: key moves still link new keys after {MAX_MOVE_ROUNDS} rounds")
+    # The history changes leaving or taking a key of the set: one more read of the history,
+    # joined with the few (change, key) pairs found in the checkpoint.
+    picked = touched.join(keys, "_kj", "left_semi").select(*ident, "_kj")
     rows = history.withColumn("_kj_o", key_text(F.col("_okey"))).withColumn("_kj_n", key_text(F.col("_nkey")))
-    hit = rows.join(keys.withColumnRenamed("_kj", "_kj_o"), "_kj_o", "left_semi").unionByName(
-        rows.join(keys.withColumnRenamed("_kj", "_kj_n"), "_kj_n", "left_semi")
-    ).dropDuplicates(["_source_database", "_transaction_id", "_position"])
+    hit = rows.join(picked, ident).where((F.col("_kj") == F.col("_kj_o")) | (F.col("_kj") == F.col("_kj_n"))).drop(
+        "_kj").dropDuplicates(ident)
     return keys, hit.drop("_kj_o", "_kj_n")
 
 
@@ -266,29 +271,33 @@ def explained_failures(spark: SparkSession, queue: DataFrame, applied: list[tupl
     conflicts = queue.select(
         F.col("source_database").alias("_source_database"), F.col("transaction_id").alias("_transaction_id")
     ).distinct()
-    first, touched = [], []
+    touched, changed = [], []
     for i, (now, derived) in enumerate(applied):
-        # The queued transactions' changes of this target (few: the queue), keys as text.
-        queued = _touched(applied_history(derived, conflicts)).select(
-            F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *as_holder())
-        touched.append(queued)
-        first.append(_touched(now).withColumn("_kj", F.concat(F.lit(f"{i}:"), F.col("_kj"))).join(queued, "_kj").where(
-            holder_later()
-        ).select("_h_src", "_h_txn"))
-    if not first:
+        # Keys as text, prefixed by the target: every target's keys go into one frame.
+        # The queued transactions' changes of this target (few: the queue).
+        touched.append(_touched(applied_history(derived, conflicts)).select(
+            F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *as_holder()))
+        changed.append(_touched(now).select(F.concat(F.lit(f"{i}:"), F.col("_kj")).alias("_kj"), *CHANGE_STAMP))
+    if not touched:
         return local_rows(spark, [], "source_database STRING, transaction_id STRING")
+    # Finding the queued changes reads every batch of the change tables: done once, and
+    # both the first look and the cascade below join the checkpoint.
     keys = reduce(DataFrame.unionByName, touched).localCheckpoint()
-    found = reduce(DataFrame.unionByName, first).distinct().localCheckpoint()
+    found = reduce(DataFrame.unionByName, changed).join(keys, "_kj").where(
+        holder_later()
+    ).select("_h_src", "_h_txn").distinct().localCheckpoint()
     for _ in range(MAX_MOVE_ROUNDS):
         # Changes of explained transactions, as the earlier side of the same comparison.
         mine = keys.join(found, ["_h_src", "_h_txn"], "left_semi").select(
             "_kj", *[F.col(h).alias(c) for c, h in zip(CHANGE_STAMP, STAMP, strict=True)])
-        more = mine.join(keys, "_kj").where(
-            holder_later()
-        ).select("_h_src", "_h_txn").join(found, ["_h_src", "_h_txn"], "left_anti").distinct()
         with step("gold.retry.cascade"):
+            # Evaluated once: the test and the union below read it (new to ``found``, so
+            # the union stays distinct).
+            more = mine.join(keys, "_kj").where(
+                holder_later()
+            ).select("_h_src", "_h_txn").join(found, ["_h_src", "_h_txn"], "left_anti").distinct().localCheckpoint()
             grown = more.limit(1).count() > 0
         if not grown:
             break
-        found = found.unionByName(more).distinct().localCheckpoint()
+        found = found.unionByName(more).localCheckpoint()
     return found.select(F.col("_h_src").alias("source_database"), F.col("_h_txn").alias("transaction_id"))
