@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-formats bench-claims lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ bench-many-tables: $(STAMP)
 
 bench-run-cost: $(STAMP)
 	$(PY) bench/run_cost.py $(BENCH_ARGS)
+
+bench-run-profile: $(STAMP)
+	$(PY) bench/run_profile.py $(BENCH_ARGS)
 
 bench-formats: $(STAMP)
 	$(PY) bench/formats.py $(BENCH_ARGS)
