@@ -72,6 +72,11 @@ def timed_run(spark, channel, label: str) -> dict:
     return {"seconds": seconds, "spark_jobs": last - first + 1, "job_seconds": job_seconds(spark, first, last)}
 
 
+def lines(f: Path) -> int:
+    """Records in a generated file (one per line)."""
+    return len(f.read_text().splitlines())
+
+
 def median(runs: list[dict], key: str) -> float | None:
     values = [r[key] for r in runs if r[key] is not None]
     return round(statistics.median(values), 1) if values else None
@@ -110,7 +115,7 @@ def main() -> None:
         for name, ch in channels.items():
             f = files[name][args.history + i]
             shutil.copy(f, out / name / "landing" / "bench" / f.name)
-            rounds[name].append({**timed_run(spark, ch, f"{name}.{i}"), "records": sum(1 for _ in f.open())})
+            rounds[name].append({**timed_run(spark, ch, f"{name}.{i}"), "records": lines(f)})
     one, every = median(rounds["narrow"], "seconds"), median(rounds["wide"], "seconds")
     per_target = round((every - one) / (args.tables - 1), 2)
     # The rounds stop part-way through the stream (no final row counts to compare): every
@@ -119,7 +124,7 @@ def main() -> None:
         spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).count() == 0 for ch in channels.values())
     print(json.dumps({
         "tables": args.tables,
-        "history_records": {n: sum(sum(1 for _ in f.open()) for f in files[n][: args.history]) for n in shapes},
+        "history_records": {n: sum(lines(f) for f in files[n][: args.history]) for n in shapes},
         "history_run_s": {n: r["seconds"] for n, r in history.items()},
         "idle_run_s": {n: r["seconds"] for n, r in idle.items()},
         "one_busy_target_run_s": one,
