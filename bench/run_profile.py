@@ -110,7 +110,7 @@ def main() -> None:
         channels[name] = ch
     history = {name: timed_run(spark, ch, f"{name}.history") for name, ch in channels.items()}
     idle = {name: timed_run(spark, ch, f"{name}.idle") for name, ch in channels.items()}
-    rounds: dict[str, list[dict]] = {"narrow": [], "wide": []}
+    rounds: dict[str, list[dict]] = {name: [] for name in shapes}
     for i in range(args.rounds):
         for name, ch in channels.items():
             f = files[name][args.history + i]
