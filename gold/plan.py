@@ -243,24 +243,26 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     work (released after the plan, or not complete yet: its first record's SCN). A table
     waiting for a snapshot since SCN s (``pending_refreshes``) holds the low watermark below s."""
     st = channel.storage
+    keys = ["source_database", "transaction_id"]
     txns = spark.table(st.table("silver", "transactions").replace("`", ""))
-    decided = txns.where(F.col("released_batch") <= plan.silver_to).groupBy("source_database").agg(
-        F.max("commit_scn").alias("_processed"))
-    released_later = txns.where(F.col("released_batch") > plan.silver_to).groupBy("source_database").agg(
-        F.min("commit_scn").alias("_released"))
+    # One pass over each history-sized table: the transactions give what the plan decided
+    # and the oldest released after it; the records left without a released transaction
+    # give the oldest incomplete one (and the ledger every source).
+    decided = F.col("released_batch") <= plan.silver_to
+    per_txn = txns.groupBy("source_database").agg(
+        F.max(F.when(decided, F.col("commit_scn"))).alias("_processed"),
+        F.min(F.when(~decided, F.col("commit_scn"))).alias("_released"))
     ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
-    unreleased = ledger.join(txns.select("source_database", "transaction_id"), ["source_database", "transaction_id"],
-                             "left_anti").groupBy("source_database").agg(F.min("scn").alias("_unreleased"))
+    per_source = ledger.join(txns.select(*keys, F.lit(True).alias("_released_txn")), keys, "left").groupBy(
+        "source_database").agg(F.min(F.when(F.col("_released_txn").isNull(), F.col("scn"))).alias("_unreleased"))
     applied = spark.table(st.table("gold", "apply_progress").replace("`", "")).groupBy("source_database").agg(
         F.max("applied_scn").alias("high_watermark"))
-    sources = ledger.select("source_database").distinct()
     # The instantiation the plan applied (silver.instantiation), not snapshots landed since.
     refresh = pending_refreshes(spark, channel, spark.table(st.table("silver", "instantiation").replace("`", "")),
                                 plan.silver_to).groupBy("source_database").agg(F.min("since_scn").alias("_refresh"))
     oldest = F.least("_released", "_unreleased")
     return (
-        sources.join(decided, "source_database", "left").join(released_later, "source_database", "left")
-        .join(unreleased, "source_database", "left").join(applied, "source_database", "left")
+        per_source.join(per_txn, "source_database", "left").join(applied, "source_database", "left")
         .join(refresh, "source_database", "left")
         .select(
             F.lit(plan.plan_id).cast("bigint").alias("plan_id"), "source_database",
