@@ -59,6 +59,7 @@ from gold.snapshot import (
 from lakestreams.config import Channel
 from lakestreams.delta_io import (
     append,
+    append_rows,
     create_missing_tables,
     local_rows,
     log_state,
@@ -955,14 +956,12 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     if targets:
         resolved = reduce(DataFrame.unionByName, [resolutions(plans[t[3]], plan_id, t[3]) for t in targets])
         with step("plan.conflicts"):
-            if resolved.limit(1).count() > 0:  # an empty append would still commit a version
-                append(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
+            append_rows(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
         # Keys the plan's applied changes vacate: a late change there is re-folded.
         vacated = reduce(DataFrame.unionByName, [
             tombstone_rows(plans[t[3]], truncated.get(t[3]), plan_id, t[3]) for t in targets])
         with step("plan.tombstones"):
-            if vacated.limit(1).count() > 0:
-                append(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
+            append_rows(vacated, st.table("silver", "tombstones"), "gold.tombstones", plan_id)
     def write_target(t: tuple) -> tuple[bool, DataFrame]:
         _owner, _name, _tdef, model, _changes, sources = t
         ptable = st.table("silver", plan_table_name(model))

@@ -39,6 +39,16 @@ def append(df: DataFrame, table: str, app_id: str, version: int, merge_schema: b
     kill_point("delta.write")
 
 
+def append_rows(df: DataFrame, table: str, app_id: str, version: int) -> bool:
+    """``append`` if ``df`` has a row; whether it had. An empty append still commits a
+    table version, and the table's next reader rebuilds its snapshot for it: the logs most
+    runs leave empty (errors, outcomes) pay one small count instead."""
+    if df.limit(1).count() == 0:  # one number, no rows
+        return False
+    append(df, table, app_id, version)
+    return True
+
+
 def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
     """Replace the table's content once per (app_id, version). A new schema may bring a
     TIMESTAMP_NTZ column (a DDL added a DATE): Delta wants its table feature enabled first;

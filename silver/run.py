@@ -22,7 +22,7 @@ from bronze.formats import SNAPSHOT_MARKING_FORMATS, SNAPSHOT_MODES
 from bronze.ingest import BRONZE_TABLE
 from bronze.records import BRONZE_COLUMNS, BRONZE_DDL, record_hash
 from lakestreams.config import Channel
-from lakestreams.delta_io import append, create_missing_tables, local_rows, log_state
+from lakestreams.delta_io import append, append_rows, create_missing_tables, local_rows, log_state
 from lakestreams.errors import ReplicationError
 from lakestreams.faults import kill_point
 from lakestreams.spark import interpreted, interpreted_records
@@ -812,7 +812,7 @@ def derive(
     such record left (``_dictionary_step``); the other targets' change tables get the
     TRUNCATE change even when no row of the table came in this batch."""
     with step("silver.rule_outcomes"):
-        append(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
+        append_rows(rule_outcomes(classified, clients, batch), _t(channel, "rule_outcomes"), "silver.rule_outcomes", batch)
     outside = outside_channel(revisions)
     if outside is not None:
         # Kept by the rules, but of a table outside the channel at its SCN (no AddTablePattern
@@ -898,7 +898,7 @@ def derive(
         with step("silver.snapshots"):
             append(snapshots(classified, snapshot_landings, batch, ignore), _t(channel, "snapshots"), "silver.snapshots",
                    batch)
-    append(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
+    append_rows(reduce(DataFrame.unionByName, errors), _t(channel, "txn_errors"), "silver.txn_errors", batch)
     counted = classified.where("_bucket NOT IN ('accepted', 'rule_error')").select(
         "source_database", "transaction_id", "object_owner", "object_name", "_bucket", "_reason")
     for h in handled:  # changes a DML or error handler consumed: in no change table
@@ -923,7 +923,7 @@ def derive(
         )
     )
     with step("silver.outcomes"):
-        append(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
+        append_rows(outcomes, _t(channel, "outcomes"), "silver.outcomes", batch)
 
 
 #: Change tables a silver batch writes at once.
@@ -1048,7 +1048,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
             txns = spark.table(_t(channel, "transactions").replace("`", ""))
             ledger = spark.table(_t(channel, "ledger").replace("`", ""))
             released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
-            append(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
+            append_rows(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
                    _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
         kill_point("silver.transactions")
         clients = build_clients(channel)
