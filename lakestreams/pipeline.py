@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from bronze.ingest import IngestCounts, run_bronze
@@ -125,12 +125,16 @@ def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str:
     """Applied plan ``plan_id`` as its applied log row names it (id, silver range, time): a
     plan of a channel whose tables were made again from nothing never has the same mark."""
     runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
-    row = runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first()  # one row: metadata
+    return run_mark(runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first())  # one row
+
+
+def run_mark(row: Row) -> str:
+    """The mark of a plan's applied log row (``applied_mark``)."""
     return f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
 
 
 def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult,
-                    unless_checked: bool = False) -> bool:
+                    unless_checked: bool = False, mark: str | None = None) -> bool:
     """Re-execute the error transactions ``plan`` explained (``explained_by_plan``): they
     failed on a conflict that a change landing later, but ordered before them, removes.
     True when some were re-executed (their silver batch waits for the next plan).
@@ -140,10 +144,11 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
     entries a plan can explain are those of earlier plans, they only leave the queue once
     it is applied, and a transaction re-executed that fails again comes back under a later
     plan. This holds while the plan's instantiation SCNs and keys stay as they were: a
-    change to those later is not looked at again for plans already applied."""
+    change to those later is not looked at again for plans already applied. ``mark``: the
+    plan's mark, when the caller read its applied row already."""
     if plan.plan_id is None:
         return False
-    mark = applied_mark(spark, channel, plan.plan_id)
+    mark = mark or applied_mark(spark, channel, plan.plan_id)
     marker = channel.storage.state / RETRY_CHECKED
     if unless_checked and _read_mark(marker) == mark:
         return False
@@ -199,10 +204,16 @@ def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> No
         _retried(retry_explained(spark, channel, pending["request"], None), result)
 
 
-def last_applied_plan(spark: SparkSession, channel: Channel) -> Plan:
-    """The last applied plan, with every target (their plan tables hold that plan)."""
+def last_applied_run(spark: SparkSession, channel: Channel) -> Row | None:
+    """The applied log row of the last applied plan, if any (one row: metadata)."""
     runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", "")).where("state = 'applied'")
-    row = runs.orderBy(F.desc("plan_id")).first()  # one row: metadata
+    return runs.orderBy(F.desc("plan_id")).first()
+
+
+def last_applied_plan(spark: SparkSession, channel: Channel, row: Row | None = None) -> Plan:
+    """The last applied plan (``row``: its applied log row, if read already), with every
+    target (their plan tables hold that plan)."""
+    row = row or last_applied_run(spark, channel)
     if row is None:
         return Plan()
     return Plan(int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]), known_targets(spark, channel))
@@ -244,7 +255,12 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
         resume_retry(spark, channel, result)
     if unfinished_plan(spark, channel) is None:
         # The last plan's explained conflicts, in case a run was killed before retrying them.
-        retry_conflicts(spark, channel, last_applied_plan(spark, channel), result, unless_checked=True)
+        # Its mark comes from the row read here, and its targets are listed only when the
+        # look is still to be made (a finished look marked it): most runs skip both queries.
+        last = last_applied_run(spark, channel)
+        if last is not None and _read_mark(channel.storage.state / RETRY_CHECKED) != run_mark(last):
+            retry_conflicts(spark, channel, last_applied_plan(spark, channel, last), result, unless_checked=True,
+                            mark=run_mark(last))
         retry_pending(spark, channel, result)
     result.plan, result.dbt = run_gold(spark, channel)
     for _ in range(MAX_RETRY_ROUNDS):
