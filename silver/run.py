@@ -238,8 +238,13 @@ def batch_state(spark: SparkSession, channel: Channel) -> tuple[tuple[int, int, 
     state = runs.groupBy("silver_batch", "bronze_from", "bronze_to").agg(
         F.max(F.when(F.col("state") == "done", 1).otherwise(0)).alias("done")
     )
-    unfinished = state.where("done = 0").orderBy("silver_batch").first()
-    last = state.agg(F.max("silver_batch").alias("b"), F.max("bronze_to").alias("v")).first()
+    # One row, one query: the first batch not done (a struct orders by its first field), the
+    # last batch and the last bronze version.
+    last = state.agg(
+        F.min(F.when(F.col("done") == 0, F.struct("silver_batch", "bronze_from", "bronze_to"))).alias("u"),
+        F.max("silver_batch").alias("b"), F.max("bronze_to").alias("v"),
+    ).first()
+    unfinished = last["u"]
     open_batch = None
     if unfinished is not None:
         open_batch = int(unfinished["silver_batch"]), int(unfinished["bronze_from"]), int(unfinished["bronze_to"])
