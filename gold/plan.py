@@ -334,6 +334,13 @@ def plan_records(spark: SparkSession, channel: Channel, lo: int, hi: int, limit:
     ).limit(limit + 1).count()
 
 
+def differs(a: DataFrame, b: DataFrame) -> bool:
+    """Whether two frames of the same columns hold different rows (as multisets); one
+    number reaches the driver."""
+    b = b.select(*a.columns)
+    return a.exceptAll(b).unionByName(b.exceptAll(a)).limit(1).count() > 0
+
+
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     """Instantiation SCN per (source, table): the latest snapshot of the table (the act that
     loaded it), else the most specific setting (table, then schema, then global), else the
@@ -691,7 +698,12 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     plan_id, lo, hi, resumed = opened
     plan = Plan(plan_id, lo, hi)
     inst = effective_instantiation(spark, channel)
-    overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
+    as_set = spark.table(st.table("silver", "instantiation").replace("`", ""))
+    # Most plans find the instantiation as the last one wrote it: rewriting it would commit a
+    # version that every reader of this plan (each dbt model) rebuilds a snapshot for. A plan
+    # run again writes as it always did (keyed by its id: the first writing stays).
+    if resumed or differs(inst, as_set):
+        overwrite(inst, st.table("silver", "instantiation"), "gold.instantiation", plan_id)
     inst = spark.table(st.table("silver", "instantiation").replace("`", ""))
     in_range = (F.col("_silver_batch") >= lo) & (F.col("_silver_batch") <= hi)
     per_source: dict[tuple[str, str], list[tuple]] = {}
