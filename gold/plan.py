@@ -246,9 +246,9 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     st = channel.storage
     keys = ["source_database", "transaction_id"]
     txns = spark.table(st.table("silver", "transactions").replace("`", ""))
-    # One pass over each history-sized table: the transactions give what the plan decided
-    # and the oldest released after it; the records left without a released transaction
-    # give the oldest incomplete one (and the ledger every source).
+    # One aggregate over the transactions gives what the plan decided and the oldest released
+    # after it; one over the ledger joined with them, the oldest record whose transaction is
+    # not released (and every source).
     decided = F.col("released_batch") <= plan.silver_to
     per_txn = txns.groupBy("source_database").agg(
         F.max(F.when(decided, F.col("commit_scn"))).alias("_processed"),

@@ -134,24 +134,18 @@ def run_mark(row: Row) -> str:
 
 
 def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult,
-                    unless_checked: bool = False, mark: str | None = None) -> bool:
+                    mark: str | None = None) -> bool:
     """Re-execute the error transactions ``plan`` explained (``explained_by_plan``): they
     failed on a conflict that a change landing later, but ordered before them, removes.
     True when some were re-executed (their silver batch waits for the next plan).
 
-    A finished look is marked in the state folder. ``unless_checked`` (the look at the
-    start of gold, there for a run killed before its look) skips a plan so marked: the
-    entries a plan can explain are those of earlier plans, they only leave the queue once
-    it is applied, and a transaction re-executed that fails again comes back under a later
-    plan. This holds while the plan's instantiation SCNs and keys stay as they were: a
-    change to those later is not looked at again for plans already applied. ``mark``: the
-    plan's mark, when the caller read its applied row already."""
+    A finished look is marked in the state folder (``mark``: the plan's mark, when the
+    caller read its applied row already), so that the look at the start of gold
+    (``_run_gold_stage``) can skip a plan so marked."""
     if plan.plan_id is None:
         return False
     mark = mark or applied_mark(spark, channel, plan.plan_id)
     marker = channel.storage.state / RETRY_CHECKED
-    if unless_checked and _read_mark(marker) == mark:
-        return False
     with step("gold.retry"):
         explained = explained_by_plan(spark, channel, plan)
         # No conflict waits in the error queue: no re-execution request to open (its checks
@@ -210,12 +204,9 @@ def last_applied_run(spark: SparkSession, channel: Channel) -> Row | None:
     return runs.orderBy(F.desc("plan_id")).first()
 
 
-def last_applied_plan(spark: SparkSession, channel: Channel, row: Row | None = None) -> Plan:
-    """The last applied plan (``row``: its applied log row, if read already), with every
-    target (their plan tables hold that plan)."""
-    row = row or last_applied_run(spark, channel)
-    if row is None:
-        return Plan()
+def applied_plan(spark: SparkSession, channel: Channel, row: Row) -> Plan:
+    """The plan of an applied log row, with every target (their plan tables hold the last
+    applied plan)."""
     return Plan(int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]), known_targets(spark, channel))
 
 
@@ -255,12 +246,15 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
         resume_retry(spark, channel, result)
     if unfinished_plan(spark, channel) is None:
         # The last plan's explained conflicts, in case a run was killed before retrying them.
-        # Its mark comes from the row read here, and its targets are listed only when the
-        # look is still to be made (a finished look marked it): most runs skip both queries.
+        # A plan whose look finished is marked, and skipped: the entries a plan can explain
+        # are those of earlier plans, they only leave the queue once it is applied, and a
+        # transaction re-executed that fails again comes back under a later plan. This holds
+        # while the plan's instantiation SCNs and keys stay as they were: a change to those
+        # later is not looked at again for plans already applied. The mark comes from the
+        # row read here; the targets are listed only for a look still to be made.
         last = last_applied_run(spark, channel)
         if last is not None and _read_mark(channel.storage.state / RETRY_CHECKED) != run_mark(last):
-            retry_conflicts(spark, channel, last_applied_plan(spark, channel, last), result, unless_checked=True,
-                            mark=run_mark(last))
+            retry_conflicts(spark, channel, applied_plan(spark, channel, last), result, mark=run_mark(last))
         retry_pending(spark, channel, result)
     result.plan, result.dbt = run_gold(spark, channel)
     for _ in range(MAX_RETRY_ROUNDS):
