@@ -26,7 +26,7 @@ from gold.plan import (
     run_plan,
     unfinished_plan,
 )
-from gold.structure import drop_gold_tables, follow_targets
+from gold.structure import drop_gold_tables, enable_deletion_vectors, follow_targets
 from lakestreams.audit import Audit
 from lakestreams.config import Channel
 from lakestreams.delta_io import table_names
@@ -106,6 +106,10 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
         with step("gold.plan"):
             plan = run_plan(spark, channel, opened)
         plan.interpreted = small
+        with step("gold.deletion_vectors"):
+            # Replicas grown large take deletion vectors before their MERGE (their DDL step,
+            # like evolve_gold's: dbt-spark does not change table properties).
+            enable_deletion_vectors(spark, channel, plan.targets)
         with step("gold.dbt"):
             results = apply_targets(spark, channel, plan, known_targets(spark, channel))
         # Changes from before a DROP that took the target with it made the target anew: gone again.

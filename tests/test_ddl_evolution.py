@@ -487,7 +487,9 @@ def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved
     assert "ORA-00001" in q["REMADE.t4"], q
 
 
-def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spark, tmp_path):
+def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spark, tmp_path, monkeypatch):
+    # Past any size: a basic-protocol replica still never takes deletion vectors.
+    monkeypatch.setenv("LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES", "1")
     ch = make_channel(tmp_path, gold={"column_mapping": False})
     write_lines(ch, "src", "f1.jsonl", [
         *ddl("d1", 100, EMP_DDL.replace("code NUMBER(5),", "code NUMBER(5), note VARCHAR2(5),"), "CREATE TABLE"),
@@ -732,3 +734,47 @@ def test_a_rewrite_that_meets_values_that_do_not_convert_stops_before_anything_c
     assert told == [200] and structure_scn(spark, table) == 200
     assert gold_type(spark, ch, "NAME") == "int"
     assert gold(spark, ch) == {"columns": ["CODE", "ID", "NAME"], "rows": {(7, 1, 12), (9, 3, None)}}
+
+
+def test_a_replica_grown_past_the_limit_takes_deletion_vectors_once_and_applies_the_same(spark, tmp_path, monkeypatch):
+    # Every replica is past a limit of one byte; the first run creates it (nothing to turn on).
+    monkeypatch.setenv("LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES", "1")
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
+        *ins("t1", 110, {"ID": 1, "NAME": "ann", "CODE": 7}),
+        *ins("t2", 120, {"ID": 2, "NAME": "bob", "CODE": 8}),
+        *ins("t3", 130, {"ID": 3, "NAME": "cy", "CODE": 9}),
+    ])
+    run_pipeline(spark, ch)
+    table = ch.storage.table("gold", "hr__emp").replace("`", "")
+    assert "delta.enableDeletionVectors" not in spark.sql(f"DESCRIBE DETAIL {table}").first()["properties"]
+    write_lines(ch, "src", "f2.jsonl", [
+        *upd("t4", 200, 1, {"ID": 1, "CODE": 70}),
+        *Txn("t5", 210).row("DELETE", "EMP", old={"ID": 2}).commit(),
+        *ins("t6", 220, {"ID": 4, "NAME": "di", "CODE": 10}),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f3.jsonl", [
+        *upd("t7", 300, 3, {"ID": 5, "CODE": 90}),  # a key move: deletes at 3, writes at 5
+        *ddl("d2", 310, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
+        *upd("t8", 320, 4, {"ID": 4, "FULL_NAME": "dee"}),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"],
+                               "rows": {(70, "ann", 1), (10, "dee", 4), (90, "cy", 5)}}
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+    assert detail["properties"]["delta.enableDeletionVectors"] == "true"
+    assert "deletionVectors" in detail["tableFeatures"]
+    history = spark.sql(f"DESCRIBE HISTORY {table}").orderBy("version").collect()
+    # Turned on once, before the second run's MERGE; the MERGEs after it mark rows rather
+    # than rewrite their files.
+    turned_on = [r for r in history if r["operation"] == "SET TBLPROPERTIES"
+                 and "delta.enableDeletionVectors" in r["operationParameters"]["properties"]]
+    assert len(turned_on) == 1
+    merges = [r for r in history if r["operation"] == "MERGE"]
+    assert len(merges) == 3
+    for m in merges[1:]:
+        assert int(m["operationMetrics"]["numTargetDeletionVectorsAdded"]) > 0, m["operationMetrics"]
+        assert int(m["operationMetrics"]["numTargetRowsCopied"]) == 0, m["operationMetrics"]
+    assert queue(spark, ch) == {}
