@@ -119,15 +119,21 @@ def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[Target
     return out
 
 
-#: A replica whose files hold more than this many bytes takes deletion vectors before its
-#: next MERGE (``LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES``; 0 never). A MERGE of new
-#: records with keys spread over the table touches every file: without deletion vectors
-#: it rewrites them all, with them it marks the rows it replaces and writes only those.
-#: bench/incremental.py, a 1% run at 1,000,000 records: one table (44 MB of gold, 500,000
-#: rows), the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without; ten
-#: tables (4.4 MB each) took 24.8 s over their ten MERGEs with them against 23.1 s without
-#: (a small file costs less to rewrite than to mark and read back).
+#: A replica whose files hold more than this many bytes takes deletion vectors after a
+#: MERGE, for the next ones (``LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES``; 0 never). A MERGE
+#: of new records with keys spread over the table touches every file: without deletion
+#: vectors it rewrites them all, with them it marks the rows it replaces and writes only
+#: those. bench/incremental.py, a 1% run at 1,000,000 records: one table (44 MB of gold,
+#: 500,000 rows), the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without;
+#: ten tables (4.4 MB each) took 24.8 s over their ten MERGEs with them against 23.1 s
+#: without (a small file costs less to rewrite than to mark and read back).
 DELETION_VECTOR_BYTES = 16 * 1024 * 1024
+#: Which replicas' sizes a plan looks at: all of its targets on every this-many-th plan (by
+#: plan id), and a target it applied at least ``DELETION_VECTOR_CHECK_RECORDS`` records to
+#: (a first load; only a big plan grows a replica by much). A size costs a Spark job per
+#: table version (about 0.3 s), and every busy replica has a new version after each plan.
+DELETION_VECTOR_CHECK_EVERY = 16
+DELETION_VECTOR_CHECK_RECORDS = 20_000
 
 
 def deletion_vector_bytes() -> int:
@@ -135,20 +141,23 @@ def deletion_vector_bytes() -> int:
     return int(os.environ.get("LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES", DELETION_VECTOR_BYTES))
 
 
-def enable_deletion_vectors(spark: SparkSession, channel: Channel, targets: list[TargetPlan]) -> list[str]:
-    """Turn deletion vectors on for the replicas of ``targets`` that grew past
-    ``deletion_vector_bytes()`` and lack them; their names. Once on, they stay on. A
-    channel that keeps gold on Delta's first protocol (``gold.column_mapping: false``)
-    never gets them: they raise the protocol too."""
+def enable_deletion_vectors(spark: SparkSession, channel: Channel, plan_id: int, targets: list[TargetPlan]) -> list[str]:
+    """After a plan's MERGEs: turn deletion vectors on for the replicas of ``targets`` (the
+    plan's) that it looks at (``DELETION_VECTOR_CHECK_EVERY``) and finds past
+    ``deletion_vector_bytes()`` without them; their names. Once on, they stay on. A channel
+    that keeps gold on Delta's first protocol (``gold.column_mapping: false``) never gets
+    them: they raise the protocol too."""
     limit = deletion_vector_bytes()
     if limit <= 0 or not channel.gold_column_mapping:
         return []
     out = []
     for t in targets:
+        if plan_id % DELETION_VECTOR_CHECK_EVERY and sum(p[3] for p in t.progress) < DELETION_VECTOR_CHECK_RECORDS:
+            continue
         # Model names are the project's own (target_model_name), quoted by Storage.table.
         table = channel.storage.table("gold", t.model)
         if not spark.catalog.tableExists(table.replace("`", "")):
-            continue  # dbt creates it in this run, with nothing to rewrite yet
+            continue  # dropped after its changes were applied (a DROP in the same plan)
         # One row of table metadata (size and properties), not table rows.
         detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
         if detail["properties"].get("delta.enableDeletionVectors") == "true" or detail["sizeInBytes"] < limit:

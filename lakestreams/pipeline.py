@@ -106,14 +106,14 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
         with step("gold.plan"):
             plan = run_plan(spark, channel, opened)
         plan.interpreted = small
-        with step("gold.deletion_vectors"):
-            # Replicas grown large take deletion vectors before their MERGE (their DDL step,
-            # like evolve_gold's: dbt-spark does not change table properties).
-            enable_deletion_vectors(spark, channel, plan.targets)
         with step("gold.dbt"):
             results = apply_targets(spark, channel, plan, known_targets(spark, channel))
         # Changes from before a DROP that took the target with it made the target anew: gone again.
         drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])
+        with step("gold.deletion_vectors"):
+            # Replicas grown large take deletion vectors for their next MERGEs (a DDL step of
+            # ours, like evolve_gold's: dbt-spark does not change table properties).
+            enable_deletion_vectors(spark, channel, plan.plan_id, plan.targets)
         with step("gold.progress"):
             record_progress(spark, channel, plan)
     return plan, results

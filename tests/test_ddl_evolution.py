@@ -12,6 +12,7 @@ import pytest
 from conftest import make_channel, table_versions, write_lines
 from records import Txn
 
+from gold import structure
 from gold.snapshot import pending_refreshes
 from lakestreams.audit import run_audit
 from lakestreams.config import Channel
@@ -488,8 +489,10 @@ def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved
 
 
 def test_gold_on_the_basic_protocol_rewrites_for_renames_drops_and_widening(spark, tmp_path, monkeypatch):
-    # Past any size: a basic-protocol replica still never takes deletion vectors.
+    # Past any size, looked at on every plan: a basic-protocol replica still never takes
+    # deletion vectors.
     monkeypatch.setenv("LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES", "1")
+    monkeypatch.setattr(structure, "DELETION_VECTOR_CHECK_EVERY", 1)
     ch = make_channel(tmp_path, gold={"column_mapping": False})
     write_lines(ch, "src", "f1.jsonl", [
         *ddl("d1", 100, EMP_DDL.replace("code NUMBER(5),", "code NUMBER(5), note VARCHAR2(5),"), "CREATE TABLE"),
@@ -737,8 +740,11 @@ def test_a_rewrite_that_meets_values_that_do_not_convert_stops_before_anything_c
 
 
 def test_a_replica_grown_past_the_limit_takes_deletion_vectors_once_and_applies_the_same(spark, tmp_path, monkeypatch):
-    # Every replica is past a limit of one byte; the first run creates it (nothing to turn on).
+    # Every replica is past a limit of one byte; a plan looks at sizes after its MERGEs.
     monkeypatch.setenv("LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES", "1")
+    # Looked at on no plan of the first two runs (their plan ids are not multiples, and they
+    # apply fewer records than a first load): their MERGEs rewrite files as before.
+    monkeypatch.setattr(structure, "DELETION_VECTOR_CHECK_EVERY", 1000)
     ch = make_channel(tmp_path)
     write_lines(ch, "src", "f1.jsonl", [
         *ddl("d1", 100, EMP_DDL, "CREATE TABLE"),
@@ -748,33 +754,39 @@ def test_a_replica_grown_past_the_limit_takes_deletion_vectors_once_and_applies_
     ])
     run_pipeline(spark, ch)
     table = ch.storage.table("gold", "hr__emp").replace("`", "")
-    assert "delta.enableDeletionVectors" not in spark.sql(f"DESCRIBE DETAIL {table}").first()["properties"]
     write_lines(ch, "src", "f2.jsonl", [
         *upd("t4", 200, 1, {"ID": 1, "CODE": 70}),
         *Txn("t5", 210).row("DELETE", "EMP", old={"ID": 2}).commit(),
         *ins("t6", 220, {"ID": 4, "NAME": "di", "CODE": 10}),
     ])
     run_pipeline(spark, ch)
+    assert "delta.enableDeletionVectors" not in spark.sql(f"DESCRIBE DETAIL {table}").first()["properties"]
+    # A plan that applies this many records to a target looks at its size.
+    monkeypatch.setattr(structure, "DELETION_VECTOR_CHECK_RECORDS", 2)
     write_lines(ch, "src", "f3.jsonl", [
         *upd("t7", 300, 3, {"ID": 5, "CODE": 90}),  # a key move: deletes at 3, writes at 5
         *ddl("d2", 310, "ALTER TABLE hr.emp RENAME COLUMN name TO full_name"),
         *upd("t8", 320, 4, {"ID": 4, "FULL_NAME": "dee"}),
     ])
     run_pipeline(spark, ch)
-    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"],
-                               "rows": {(70, "ann", 1), (10, "dee", 4), (90, "cy", 5)}}
+    assert spark.sql(f"DESCRIBE DETAIL {table}").first()["properties"]["delta.enableDeletionVectors"] == "true"
+    write_lines(ch, "src", "f4.jsonl", [
+        *upd("t9", 400, 1, {"ID": 1, "CODE": 71}),
+        *Txn("t10", 410).row("DELETE", "EMP", old={"ID": 4}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    assert gold(spark, ch) == {"columns": ["CODE", "FULL_NAME", "ID"], "rows": {(71, "ann", 1), (90, "cy", 5)}}
     detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
-    assert detail["properties"]["delta.enableDeletionVectors"] == "true"
     assert "deletionVectors" in detail["tableFeatures"]
     history = spark.sql(f"DESCRIBE HISTORY {table}").orderBy("version").collect()
-    # Turned on once, before the second run's MERGE; the MERGEs after it mark rows rather
-    # than rewrite their files.
+    # Turned on once, after the third run's MERGE; the fourth marks rows rather than
+    # rewrite the files it changes, as the second and third did.
     turned_on = [r for r in history if r["operation"] == "SET TBLPROPERTIES"
                  and "delta.enableDeletionVectors" in r["operationParameters"]["properties"]]
     assert len(turned_on) == 1
-    merges = [r for r in history if r["operation"] == "MERGE"]
-    assert len(merges) == 3
-    for m in merges[1:]:
-        assert int(m["operationMetrics"]["numTargetDeletionVectorsAdded"]) > 0, m["operationMetrics"]
-        assert int(m["operationMetrics"]["numTargetRowsCopied"]) == 0, m["operationMetrics"]
+    merges = [r["operationMetrics"] for r in history if r["operation"] == "MERGE"]
+    assert len(merges) == 4
+    for m in merges[1:3]:
+        assert int(m["numTargetDeletionVectorsAdded"]) == 0 and int(m["numTargetRowsCopied"]) > 0, m
+    assert int(merges[3]["numTargetDeletionVectorsAdded"]) > 0 and int(merges[3]["numTargetRowsCopied"]) == 0, merges[3]
     assert queue(spark, ch) == {}

@@ -379,8 +379,8 @@
     false), where such changes rewrite the table. Deletion vectors start off: measured on the
     1,000,000-record benchmark, a 1% run's MERGEs into ten 4.4 MB tables took 26.1 s with them
     against 20.8 s without (small gold files are cheaper to rewrite than to mark and read
-    back). A replica that grows past gold.structure.DELETION_VECTOR_BYTES takes them before
-    its next MERGE (gold.structure.enable_deletion_vectors). -#}
+    back). A replica that grows past gold.structure.DELETION_VECTOR_BYTES takes them for its
+    next MERGEs (gold.structure.enable_deletion_vectors). -#}
 {% macro lakestreams_gold_properties() -%}
   {%- if config.get('column_mapping', true) -%}
     tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
