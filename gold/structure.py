@@ -123,11 +123,12 @@ def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[Target
 #: MERGE, for the next ones (``LAKESTREAMS_GOLD_DELETION_VECTOR_BYTES``; 0 never). A MERGE
 #: of new records with keys spread over the table touches every file: without deletion
 #: vectors it rewrites them all, with them it marks the rows it replaces and writes only
-#: those. bench/incremental.py, a 1% run at 1,000,000 records: one table (44 MB of gold,
-#: 500,000 rows), the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without;
-#: ten tables (4.4 MB each) took 24.8 s over their ten MERGEs with them against 23.1 s
-#: without (a small file costs less to rewrite than to mark and read back).
-DELETION_VECTOR_BYTES = 16 * 1024 * 1024
+#: those. bench/incremental.py, a 1% run at 1,000,000 records: into one 17.6 MiB replica
+#: (495,114 rows) the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without;
+#: into ten 2.1 MiB ones (49,515 rows each) the ten MERGEs took 24.8 s with them against
+#: 23.1 s without (a small file costs less to rewrite than to mark and read back). The
+#: limit sits between the two; where they break even was not measured more finely.
+DELETION_VECTOR_BYTES = 8 * 1024 * 1024
 #: Which replicas' sizes a plan looks at: all of its targets on every this-many-th plan (by
 #: plan id), and a target it applied at least ``DELETION_VECTOR_CHECK_RECORDS`` records to
 #: (a first load; only a big plan grows a replica by much). A size costs a Spark job per
