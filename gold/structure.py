@@ -151,9 +151,11 @@ def enable_deletion_vectors(spark: SparkSession, channel: Channel, plan_id: int,
     limit = deletion_vector_bytes()
     if limit <= 0 or not channel.gold_column_mapping:
         return []
+    every_target = plan_id % DELETION_VECTOR_CHECK_EVERY == 0
     out = []
     for t in targets:
-        if plan_id % DELETION_VECTOR_CHECK_EVERY and sum(p[3] for p in t.progress) < DELETION_VECTOR_CHECK_RECORDS:
+        applied = sum(records for _source, _scn, _at, records in t.progress)
+        if not every_target and applied < DELETION_VECTOR_CHECK_RECORDS:
             continue
         # Model names are the project's own (target_model_name), quoted by Storage.table.
         table = channel.storage.table("gold", t.model)
@@ -163,6 +165,7 @@ def enable_deletion_vectors(spark: SparkSession, channel: Channel, plan_id: int,
         detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
         if detail["properties"].get("delta.enableDeletionVectors") == "true" or detail["sizeInBytes"] < limit:
             continue
+        # The same quoted name; the property and its value are fixed text.
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
         out.append(t.model)
     return out
