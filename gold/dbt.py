@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -205,7 +207,7 @@ def stage_project(channel: Channel, all_targets: list[TargetPlan]) -> Path:
                     "method": "session",
                     "host": "NA",
                     "schema": channel.storage.schema_name("gold"),
-                    "threads": 1,
+                    "threads": APPLY_THREADS,
                 }
             },
         }
@@ -239,13 +241,27 @@ def run_dbt(spark: SparkSession, project: Path, args: list[str], warnings: list[
     return out
 
 
+#: Models dbt applies at once. A MERGE into a small replica is mostly the driver's work
+#: (analysis, planning, the Delta commit), which one model at a time leaves the cores idle for.
+APPLY_THREADS = 4
+#: Delta's exactly-once key (``txnAppId``/``txnVersion``) is read from session settings, and
+#: dbt-spark's session cursor runs every model on the process's one session: models running
+#: side by side cannot each set their own. Delta keeps the key in each table's own log, so
+#: one key, (``RUN_APP_ID``, plan id), set for the whole dbt run, keys every table the run
+#: writes once. A truncating model writes its replica (and history) twice, so it runs with
+#: a key per statement (``gold.<table>``), in a run of one thread before the others.
+RUN_APP_ID = "gold.plan"
+TXN_APP_ID, TXN_VERSION = "spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion"
+
+
 def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets: list[TargetPlan]) -> list[tuple[str, str, str]]:
     """Stage the project and run only the models of targets with work in this plan."""
     _use_catalog(spark, channel)
     project = stage_project(channel, all_targets)
     if not plan.targets:
         return []
-    models = [t.model for t in plan.targets]
+    truncating = [t.model for t in plan.targets if t.truncates]
+    others = [t.model for t in plan.targets if not t.truncates]
     # The plan reaches the materialization as environment variables, not --vars: dbt parses
     # the whole project again whenever vars change, and the plan id changes every run.
     plan_env = {
@@ -253,19 +269,44 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
         "LAKESTREAMS_TRUNCATING": json.dumps([t.model for t in plan.targets if t.truncates]),
         "LAKESTREAMS_REFOLDING": json.dumps([t.model for t in plan.targets if t.refolds]),
     }
-    saved = {k: os.environ.get(k) for k in plan_env}
-    os.environ.update(plan_env)
+    # No manifest.json or run_results.json for an apply: writing the manifest costs about
+    # 10 ms per model of the project, quiet targets' included, on every run (the results
+    # come back in process; partial parsing keeps its own file). ``generate_docs`` writes them.
+    run = ["run", "--no-write-json"]
+    results = []
+    if truncating:
+        with _environ({**plan_env, "LAKESTREAMS_KEY": "statement"}):
+            results += run_dbt(spark, project, [*run, "--threads", "1", "--select", *truncating])
+    if others:
+        with _environ({**plan_env, "LAKESTREAMS_KEY": "run"}), _run_key(spark, plan.plan_id):
+            results += run_dbt(spark, project, [*run, "--select", *others])
+    return results
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
-        # No manifest.json or run_results.json for an apply: writing the manifest costs about
-        # 10 ms per model of the project, quiet targets' included, on every run (the results
-        # come back in process; partial parsing keeps its own file). ``generate_docs`` writes them.
-        return run_dbt(spark, project, ["run", "--no-write-json", "--select", *models])
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def _run_key(spark: SparkSession, plan_id: int) -> Iterator[None]:
+    """Delta's exactly-once key (``RUN_APP_ID``, ``plan_id``) for every write while inside."""
+    spark.conf.set(TXN_APP_ID, RUN_APP_ID)
+    spark.conf.set(TXN_VERSION, str(plan_id))
+    try:
+        yield
+    finally:
+        spark.conf.unset(TXN_APP_ID)
+        spark.conf.unset(TXN_VERSION)
 
 
 def _use_catalog(spark: SparkSession, channel: Channel) -> None:

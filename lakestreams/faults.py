@@ -30,7 +30,7 @@ POINTS: dict[str, str] = {
     "plan.opened": "the plan is opened (planned row); no plan table is written",
     "plan.target": "one target's plan table is written; the others' are not",
     "plan.written": "the whole plan and its outcomes are written; dbt has not run",
-    "gold.merge": "one gold table's MERGE committed; the next model has not run",
+    "gold.merge": "one gold table's MERGE committed; models running beside it may be part-way",
     "gold.progress": "apply progress is written; the watermarks are not",
     "gold.applied": "the watermarks are written; the plan is not marked applied",
     "delta.write": "any write through lakestreams.delta_io has committed (use #n)",
@@ -81,13 +81,13 @@ def dbt_callbacks() -> list:
     spec = kill_spec()
     if spec is None or spec[0] != "gold.merge":
         return []
-    last = {"sql": ""}
+    last: dict[str, str] = {}  # per dbt thread (models run side by side): its last statement
 
     def on_event(event) -> None:
         name = event.info.name
         if name == "SQLQuery":
-            last["sql"] = _statement_head(event.data.sql)
-        elif name == "SQLQueryStatus" and last["sql"].startswith("merge into"):
+            last[event.info.thread] = _statement_head(event.data.sql)
+        elif name == "SQLQueryStatus" and last.get(event.info.thread, "").startswith("merge into"):
             kill_point("gold.merge")
 
     return [on_event]

@@ -3,11 +3,15 @@ deletes, across runs, a key move and a late change; each written once per plan."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from conftest import make_channel, write_lines
+from conftest import make_channel, table_versions, write_lines
 from records import REGIONS_DDL, Txn
 
-from gold.dbt import apply_targets
+from gold.dbt import RUN_APP_ID, apply_targets
+from gold.plan import run_plan
 from lakestreams.api import Streams
 from lakestreams.audit import run_audit
 from lakestreams.errors import ConfigError
@@ -82,6 +86,58 @@ def test_scd2_timekey_and_soft_delete(spark, tmp_path):
     before = {t: spark.table(f"{gold}.{t}").count() for t in ("hr__regions__history", "hr__locs__changes")}
     apply_targets(spark, ch, last.plan, known_targets(spark, ch))
     assert {t: spark.table(f"{gold}.{t}").count() for t in before} == before
+    audit = run_audit(spark, ch)
+    assert audit.ok, audit.problems
+
+
+def _txn_keys(spark, table: str) -> list[tuple[str, int]]:
+    """Delta's exactly-once keys (txnAppId, txnVersion) in the table's latest commit."""
+    d = spark.sql(f"DESCRIBE DETAIL {table}").first()
+    log = Path(d["location"].removeprefix("file:")) / "_delta_log" / f"{spark.sql(f'DESCRIBE HISTORY {table} LIMIT 1').first()['version']:020d}.json"
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    return [(a["txn"]["appId"], a["txn"]["version"]) for a in actions if "txn" in a]
+
+
+def test_models_apply_side_by_side_under_the_runs_key_and_a_truncating_one_per_statement(spark, tmp_path):
+    ch = make_channel(tmp_path, targets=[{"table": "hr.regions", "history": "scd2"},
+                                         {"table": "hr.locs", "history": "timekey"}])
+    gold = ch.storage.schema_name("gold")
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t1b", 100).ddl(LOCS_DDL, name="LOCS").commit(),
+        *Txn("t2", 200).row("INSERT", new=_regions(1, "A", "n"))
+        .row("INSERT", table="LOCS", new={"LOC_ID": 10, "CITY": "Paris"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    write_lines(ch, "src", "f2.jsonl", [
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1}, new={"REGION_NAME": "A3"})
+        .row("TRUNCATE", table="LOCS").commit(),
+        *Txn("t4", 400).row("INSERT", table="LOCS", new={"LOC_ID": 11, "CITY": "Lyon"}).commit(),
+    ])
+    run_pipeline(spark, ch, ("bronze", "silver"))
+    # The gold stage dies after dbt, before apply progress: the plan is applied again.
+    plan = run_plan(spark, ch)
+    assert sorted((t.model, t.truncates) for t in plan.targets) == [("hr__locs", True), ("hr__regions", False)]
+    apply_targets(spark, ch, plan, known_targets(spark, ch))
+    # HR.REGIONS (no TRUNCATE) ran under the run's one key; HR.LOCS, whose replica the
+    # TRUNCATE and the MERGE both write, keyed each write by its own table.
+    pid = plan.plan_id
+    assert _txn_keys(spark, f"{gold}.hr__regions") == [(RUN_APP_ID, pid)]
+    assert _txn_keys(spark, f"{gold}.hr__regions__history") == [(RUN_APP_ID, pid)]
+    assert _txn_keys(spark, f"{gold}.hr__locs") == [("gold.hr__locs", pid)]
+    assert _txn_keys(spark, f"{gold}.hr__locs__changes") == [("gold.hr__locs__changes", pid)]
+    # The keys stay with the writes: nothing is left set on the session.
+    assert spark.conf.get("spark.databricks.delta.write.txnAppId", None) is None
+    versions = table_versions(spark, ch)
+    apply_targets(spark, ch, plan, known_targets(spark, ch))
+    assert table_versions(spark, ch) == versions
+    run_pipeline(spark, ch)
+    assert _rows(spark, f"{gold}.hr__regions", ["REGION_ID", "REGION_NAME"]) == [(1, "A3")]
+    assert _rows(spark, f"{gold}.hr__locs", ["LOC_ID", "CITY"]) == [(11, "Lyon")]
+    assert _rows(spark, f"{gold}.hr__locs__changes", ["LOC_ID", "_op", "_commit_scn"]) == sorted(
+        [(10, "I", 200), (None, "T", 300), (11, "I", 400)], key=repr)
+    assert _rows(spark, f"{gold}.hr__regions__history", ["REGION_ID", "REGION_NAME", "_valid_to_scn"]) == sorted(
+        [(1, "A", 300), (1, "A3", None)], key=repr)
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
 

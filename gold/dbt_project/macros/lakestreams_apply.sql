@@ -11,8 +11,15 @@
   With history 'timekey', every applied change is appended to <model>__changes; with
   'scd2', <model>__history keeps one version per transaction (valid from/to SCN).
   The history is written first (its base is the replica before this plan), then the
-  replica. Every write is keyed by (gold.<table>, plan id) through Delta's
-  txnAppId/txnVersion, so a re-run after a crash does not apply the same plan twice.
+  replica. Every write is keyed by the plan id through Delta's txnAppId/txnVersion, so a
+  re-run after a crash does not apply the same plan twice. Delta keeps the key in each
+  table's own log, and these session settings are one for the whole process, so the key is
+  set one of two ways (LAKESTREAMS_KEY):
+  - run: gold.dbt set (gold.plan, plan id) for the whole dbt run, and models run side by
+    side; each table is written once, so the one key serves every write;
+  - statement: each write sets (gold.<table>, plan id) and resets it after; a TRUNCATE
+    writes the replica (and its history) twice, so a truncating model runs this way, in a
+    dbt run of one thread.
 #}
 {% materialization lakestreams_apply, adapter='spark' %}
   {%- set target_relation = this.incorporate(type='table') -%}
@@ -34,6 +41,10 @@
     {% endcall %}
   {% endif %}
   {%- set truncating = this.identifier in fromjson(env_var('LAKESTREAMS_TRUNCATING', '[]')) -%}
+  {%- if truncating and lakestreams_run_keyed() -%}
+    {{ exceptions.raise_compiler_error("lakestreams_apply: " ~ this.identifier ~ " truncates in this plan and writes "
+       ~ "its tables twice: it must run keyed per statement (LAKESTREAMS_KEY=statement), not by the run's one key") }}
+  {%- endif -%}
   {% if history == 'timekey' %}
     {{ lakestreams_timekey(sql, keys, columns, plan_id) }}
   {% elif history == 'scd2' %}
@@ -44,9 +55,7 @@
       {{ lakestreams_truncate(sql, target_relation, keys, soft_delete) }}
     {% endcall %}
   {% endif %}
-  {% call statement('txn_app') %}set spark.databricks.delta.write.txnAppId = gold.{{ this.identifier }}{% endcall %}
-  {% call statement('txn_version') %}set spark.databricks.delta.write.txnVersion = {{ plan_id }}{% endcall %}
-  {% call statement('main') %}
+  {% set body %}
     merge into {{ target_relation }} t
     using ({{ lakestreams_net_effect(sql, target_relation, keys, columns, soft_delete) }}) s
     on {{ lakestreams_key_match('t', 's', keys) }}
@@ -69,9 +78,8 @@
        {%- if soft_delete %}, _is_deleted{% endif %})
       values ({% for c in columns %}s.`{{ c[0] }}`, {% endfor %} s._source_database, s._transaction_id, s._commit_scn, s._commit_time
        {%- if soft_delete %}, s._deleted{% endif %})
-  {% endcall %}
-  {% call statement('txn_reset_app') %}reset spark.databricks.delta.write.txnAppId{% endcall %}
-  {% call statement('txn_reset_version') %}reset spark.databricks.delta.write.txnVersion{% endcall %}
+  {% endset %}
+  {{ lakestreams_keyed('main', target_relation, plan_id, body) }}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
@@ -83,13 +91,28 @@
 {%- endmacro %}
 
 
-{# Run one statement keyed by (gold.<table>, plan id): skipped if that write committed. #}
+{# Whether this dbt run's writes are keyed by the one key gold.dbt set for it (LAKESTREAMS_KEY run). #}
+{% macro lakestreams_run_keyed() -%}
+  {%- set mode = env_var('LAKESTREAMS_KEY', 'statement') -%}
+  {%- if mode not in ('run', 'statement') -%}
+    {{ exceptions.raise_compiler_error("LAKESTREAMS_KEY must be run or statement, not " ~ mode) }}
+  {%- endif -%}
+  {{ return(mode == 'run') }}
+{%- endmacro %}
+
+
+{# Run one write keyed by the plan id: skipped if that write committed. Keyed by the run's
+   key (gold.plan, plan id), or, per statement, by (gold.<table>, plan id). #}
 {% macro lakestreams_keyed(name, relation, plan_id, body) -%}
-  {% call statement(name ~ '_app') %}set spark.databricks.delta.write.txnAppId = gold.{{ relation.identifier }}{% endcall %}
-  {% call statement(name ~ '_version') %}set spark.databricks.delta.write.txnVersion = {{ plan_id }}{% endcall %}
-  {% call statement(name) %}{{ body }}{% endcall %}
-  {% call statement(name ~ '_reset_app') %}reset spark.databricks.delta.write.txnAppId{% endcall %}
-  {% call statement(name ~ '_reset_version') %}reset spark.databricks.delta.write.txnVersion{% endcall %}
+  {% if lakestreams_run_keyed() %}
+    {% call statement(name) %}{{ body }}{% endcall %}
+  {% else %}
+    {% call statement(name ~ '_app') %}set spark.databricks.delta.write.txnAppId = gold.{{ relation.identifier }}{% endcall %}
+    {% call statement(name ~ '_version') %}set spark.databricks.delta.write.txnVersion = {{ plan_id }}{% endcall %}
+    {% call statement(name) %}{{ body }}{% endcall %}
+    {% call statement(name ~ '_reset_app') %}reset spark.databricks.delta.write.txnAppId{% endcall %}
+    {% call statement(name ~ '_reset_version') %}reset spark.databricks.delta.write.txnVersion{% endcall %}
+  {% endif %}
 {%- endmacro %}
 
 
