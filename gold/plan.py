@@ -281,6 +281,13 @@ def _runs_state(spark: SparkSession, channel: Channel) -> DataFrame:
     )
 
 
+def plan_written(spark: SparkSession, channel: Channel, plan_id: int) -> bool:
+    """Whether plan ``plan_id`` was written whole: its outcomes (the plan's last write; a
+    plan with records has some) are in ``silver.outcomes``. One row at most is read."""
+    outcomes = spark.table(channel.storage.table("silver", "outcomes").replace("`", ""))
+    return outcomes.where((F.col("stage") == "plan") & (F.col("batch") == plan_id)).limit(1).count() > 0
+
+
 def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
     """A plan logged but not applied yet (plan id, silver range), if any."""
     row = _runs_state(spark, channel).where("applied = 0").orderBy("plan_id").first()
@@ -953,19 +960,25 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
             F.size("_recs").cast("bigint").alias("record_count"),
         )
     )
+    # A plan run again whose first run wrote it whole (its outcomes, its last write, are
+    # there) may have MERGEd targets since: judged again, their changes meet their own
+    # effect (a key taken, a row gone). What the first run wrote stands (every write is
+    # keyed by the plan id); what it left unwritten (no failure, no conflict, no key
+    # vacated: empty writes are skipped) stays unwritten.
+    whole = resumed and plan_written(spark, channel, plan_id)
     with step("plan.error_queue"):
         # No failed transaction: the ledger is not read (and no empty version committed).
-        if failed.limit(1).count() > 0:
+        if not whole and failed.limit(1).count() > 0:
             append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
     # What error handlers returned and consumed, kept so re-folds read applied history as applied.
-    for model, out in sorted(handled.items()):
+    for model, out in sorted(handled.items() if not whole else ()):
         with step("plan.handled"):
             append(out.drop("_seq", "_root", "_missing").withColumn("_plan_id", F.lit(plan_id).cast("bigint")),
                    st.table("silver", handled_table_name(model)), f"gold.handled.{model}", plan_id)
     # 3. Write each target's plan table; its dbt model applies it. Resolved update
     #    conflicts are logged with the method and what it decided.
     bad = failed.select("_source_database", "_transaction_id")
-    if targets:
+    if targets and not whole:
         resolved = reduce(DataFrame.unionByName, [resolutions(plans[t[3]], plan_id, t[3]) for t in targets])
         with step("plan.conflicts"):
             append_rows(resolved, st.table("gold", "apply_conflicts"), "gold.apply_conflicts", plan_id)
