@@ -266,7 +266,7 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
     # the whole project again whenever vars change, and the plan id changes every run.
     plan_env = {
         "LAKESTREAMS_PLAN_ID": str(plan.plan_id),
-        "LAKESTREAMS_TRUNCATING": json.dumps([t.model for t in plan.targets if t.truncates]),
+        "LAKESTREAMS_TRUNCATING": json.dumps(truncating),
         "LAKESTREAMS_REFOLDING": json.dumps([t.model for t in plan.targets if t.refolds]),
     }
     # No manifest.json or run_results.json for an apply: writing the manifest costs about
