@@ -72,7 +72,13 @@ from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
 from silver.handlers import IDENTITY
-from silver.run import ddl_made_changes, declared_tables, load_targets, refuse_during_rebuild
+from silver.run import (
+    ddl_made_changes,
+    declared_tables,
+    load_targets,
+    open_from,
+    refuse_during_rebuild,
+)
 
 GOLD_RUN_ROW = "plan_id BIGINT, silver_from BIGINT, silver_to BIGINT, state STRING"
 GOLD_RUNS_DDL = GOLD_RUN_ROW + ", at TIMESTAMP"
@@ -248,12 +254,14 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     txns = spark.table(st.table("silver", "transactions").replace("`", ""))
     # One aggregate over the transactions gives what the plan decided and the oldest released
     # after it; one over the ledger joined with them, the oldest record whose transaction is
-    # not released (and every source).
+    # not released. Such records lie from the last silver batch's bound on (``open_from``):
+    # the ledger's history before it is not read. A source is one of either.
     decided = F.col("released_batch") <= plan.silver_to
     per_txn = txns.groupBy("source_database").agg(
         F.max(F.when(decided, F.col("commit_scn"))).alias("_processed"),
         F.min(F.when(~decided, F.col("commit_scn"))).alias("_released"))
-    ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
+    ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where(
+        (F.col("silver_batch") >= open_from(spark, channel)) & ~F.col("is_duplicate"))
     per_source = ledger.join(txns.select(*keys, F.lit(True).alias("_released_txn")), keys, "left").groupBy(
         "source_database").agg(F.min(F.when(F.col("_released_txn").isNull(), F.col("scn"))).alias("_unreleased"))
     applied = spark.table(st.table("gold", "apply_progress").replace("`", "")).groupBy("source_database").agg(
@@ -263,7 +271,7 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
                                 plan.silver_to).groupBy("source_database").agg(F.min("since_scn").alias("_refresh"))
     oldest = F.least("_released", "_unreleased")
     return (
-        per_source.join(per_txn, "source_database", "left").join(applied, "source_database", "left")
+        per_source.join(per_txn, "source_database", "full").join(applied, "source_database", "left")
         .join(refresh, "source_database", "left")
         .select(
             F.lit(plan.plan_id).cast("bigint").alias("plan_id"), "source_database",

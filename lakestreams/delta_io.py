@@ -69,10 +69,11 @@ def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
     kill_point("delta.write")
 
 
-def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: str, version: int) -> None:
+def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: str, version: int,
+              merge_schema: bool = False) -> None:
     """Append one run-log row (with the time) once: the stages' intent and completion log."""
     df = local_rows(spark, [row], schema).withColumn("at", F.current_timestamp())
-    append(df, table, app_id, version)
+    append(df, table, app_id, version, merge_schema)
 
 
 def table_names(spark: SparkSession, storage: Storage, layer: str) -> set[str]:

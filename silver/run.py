@@ -68,7 +68,10 @@ from silver.rules import Client, build_clients, evaluate
 from silver.transforms import transform_table_def
 
 RUN_ROW = "silver_batch BIGINT, bronze_from BIGINT, bronze_to BIGINT, state STRING"
-RUNS_DDL = RUN_ROW + ", at TIMESTAMP"
+#: A batch's done row also says from which batch on the ledger holds every record of a
+#: transaction not released yet (``open_from``): later batches read the ledger from there.
+DONE_ROW = RUN_ROW + ", open_from BIGINT"
+RUNS_DDL = RUN_ROW + ", at TIMESTAMP, open_from BIGINT"
 TXN_DDL = (
     "source_database STRING, transaction_id STRING, status STRING, commit_scn BIGINT, "
     "commit_time TIMESTAMP, released_batch BIGINT"
@@ -306,10 +309,11 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
     return spark.table(ledger_name.replace("`", "")).where(f"silver_batch = {batch}"), size
 
 
-def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame) -> DataFrame:
+def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame, since: int) -> DataFrame:
     """Transactions that became complete in this batch: COMMIT/ROLLBACK seen; a COMMIT
     with ``event_count`` once that many of its records have landed too (they may land
-    after it); the whole file; a snapshot once its last row has landed."""
+    after it); the whole file; a snapshot once its last row has landed. ``since``: the
+    ledger's first batch that can hold a waiting transaction's record (``open_from``)."""
     fresh = new.where("NOT is_duplicate")
     control = fresh.where(
         is_control_record() & F.col("command_type").isin("COMMIT", "ROLLBACK") & F.col("event_count").isNull()
@@ -330,7 +334,7 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     known = spark.table(txn_name.replace("`", "")).where(f"released_batch < {batch}").select(
         "source_database", "transaction_id"
     )
-    counted = _counted_commits(spark, channel, batch, known)
+    counted = _counted_commits(spark, channel, batch, known, since)
     w = Window.partitionBy("source_database", "transaction_id").orderBy(F.col("status").desc(), "commit_scn")
     complete = (
         control.unionByName(whole).unionByName(counted)
@@ -348,12 +352,39 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
 COUNTED_COMMITS = "source_database STRING, transaction_id STRING, status STRING, commit_scn BIGINT, commit_time TIMESTAMP"
 
 
-def _counted_commits(spark: SparkSession, channel: Channel, batch: int, known: DataFrame) -> DataFrame:
+def open_from(spark: SparkSession, channel: Channel, below: int | None = None) -> int:
+    """The first silver batch that can hold a record of a transaction not released yet, as
+    the last batch done (below ``below``) found it; 0 (the whole ledger) before any did.
+    It only grows: a later batch releases transactions and adds records after it. One
+    number from the run log (a row per batch: metadata)."""
+    runs = spark.table(_t(channel, "runs").replace("`", ""))
+    if "open_from" not in runs.columns:  # a log written before the bound was kept
+        return 0
+    done = runs.where(F.col("state") == "done")
+    if below is not None:
+        done = done.where(F.col("silver_batch") < below)
+    return int(done.agg(F.max("open_from")).first()[0] or 0)
+
+
+def first_open_batch(ledger: DataFrame, transactions: DataFrame, batch: int) -> int:
+    """The first batch of ``ledger`` (read from the last bound on) holding a record whose
+    transaction is not released, after ``batch``; ``batch + 1`` if none is. Every
+    transaction ever released is looked at: a record landed after its transaction was
+    released is late, not waiting. One number, no rows."""
+    keys = ["source_database", "transaction_id"]
+    waiting = ledger.where("NOT is_duplicate").join(transactions.select(*keys), keys, "left_anti")
+    first = waiting.agg(F.min("silver_batch")).first()[0]
+    return batch + 1 if first is None else int(first)
+
+
+def _counted_commits(spark: SparkSession, channel: Channel, batch: int, known: DataFrame, since: int) -> DataFrame:
     """COMMIT records with ``event_count`` (Debezium END events) whose transaction is not
     released yet and now has that many records landed, whatever the order they landed in.
-    The commit SCN and time come from the records where the COMMIT does not carry them."""
+    The commit SCN and time come from the records where the COMMIT does not carry them.
+    Such a transaction is waiting: its records, the COMMIT too, lie from batch ``since`` on."""
     ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(
-        (F.col("silver_batch") <= batch) & ~F.col("is_duplicate"))
+        (F.col("silver_batch") >= since) & (F.col("silver_batch") <= batch)
+        & ~F.col("is_duplicate"))
     keys = ["source_database", "transaction_id"]
     counting = ledger.where((F.col("command_type") == "COMMIT") & F.col("event_count").isNotNull() & is_control_record())
     # A channel that never landed such a COMMIT (most) pays one count, in which Delta skips
@@ -1058,12 +1089,17 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     # A small batch runs without generated code: compiling costs it more than it saves.
     with interpreted(spark, size) as result.interpreted:
         with step("silver.transactions"):
-            released_txns = _transactions_step(spark, channel, batch, new).persist()
+            # A transaction released now was waiting after the last batch: its records lie
+            # from that batch's bound on, and so does every record still waiting (the
+            # ledger's history before it is not read).
+            since = open_from(spark, channel, batch)
+            released_txns = _transactions_step(spark, channel, batch, new, since).persist()
             txns = spark.table(_t(channel, "transactions").replace("`", ""))
-            ledger = spark.table(_t(channel, "ledger").replace("`", ""))
+            ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(F.col("silver_batch") >= since)
             released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
             append_rows(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
                    _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
+            first_open = first_open_batch(ledger, txns, batch)
         kill_point("silver.transactions")
         clients = build_clients(channel)
         classified = classify(released, clients).persist()
@@ -1077,5 +1113,7 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
             released_txns.unpersist()
             inconsistent.unpersist()
     kill_point("silver.done")
-    log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done"), RUN_ROW, "silver.runs.done", batch)
+    # A log written before the bound was kept gains its column.
+    log_state(spark, _t(channel, "runs"), (batch, lo, hi, "done", first_open), DONE_ROW, "silver.runs.done", batch,
+              merge_schema=True)
     return result

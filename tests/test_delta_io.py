@@ -129,3 +129,22 @@ def test_differs_compares_rows_as_multisets_with_nulls(spark):
     assert differs(a, local_rows(spark, [("x", None), ("y", 1)], schema))  # one copy fewer
     assert differs(a, local_rows(spark, [("x", 0), ("y", 1), ("y", 1)], schema))  # NULL is not 0
     assert differs(local_rows(spark, [], schema), local_rows(spark, [("x", None)], schema))
+
+
+def test_a_run_log_written_before_the_ledger_bound_reads_from_the_start_then_gains_it(spark, tmp_path):
+    from lakestreams.delta_io import log_state
+    from silver.run import DONE_ROW, RUN_ROW, open_from
+
+    ch = make_channel(tmp_path)
+    ensure_schemas(spark, ch.storage)
+    runs = ch.storage.table("silver", "runs")
+    # The run log as earlier versions made it: no bound column.
+    create_missing_tables(spark, ch.storage, "silver", (("runs", RUN_ROW + ", at TIMESTAMP"),))
+    log_state(spark, runs, (1, 1, 3, "done"), RUN_ROW, "silver.runs.done", 1)
+    assert open_from(spark, ch) == 0  # the whole ledger
+    log_state(spark, runs, (2, 4, 5, "done", 2), DONE_ROW, "silver.runs.done", 2, merge_schema=True)
+    # A re-execution's batch logs no bound: the last one stands.
+    log_state(spark, runs, (3, 6, 5, "done"), RUN_ROW, "silver.runs.done", 3)
+    log_state(spark, runs, (4, 6, 7, "started"), RUN_ROW, "silver.runs.start", 4)
+    assert "open_from" in spark.table(runs.replace("`", "")).columns
+    assert (open_from(spark, ch), open_from(spark, ch, 2), open_from(spark, ch, 4)) == (2, 0, 2)

@@ -82,6 +82,12 @@ def test_shuffled_arrival_gives_the_in_order_replica(spark, tmp_path):
         run_pipeline(spark, shuffled)
     assert_df_equality(_gold(spark, shuffled), expected, ignore_row_order=True, ignore_nullable=True)
     assert _queue(spark, shuffled) == {} == _queue(spark, in_order)
+    # Each batch logs from which batch on the ledger holds every record still waiting: t3's
+    # UPDATE waits in batch 2 until its COMMIT in batch 3 (which then read it from there);
+    # after that nothing waits, and the next batch's records are read from the next batch.
+    runs = spark.table(shuffled.storage.table("silver", "runs").replace("`", "")).where("state = 'done'")
+    assert sorted((r["silver_batch"], r["open_from"]) for r in runs.collect()) == [
+        (1, 2), (2, 2), (3, 4), (4, 5), (5, 6), (6, 7)]
     tombstones = spark.table(shuffled.storage.table("silver", "tombstones").replace("`", ""))
     assert sorted((r["key"], r["transaction_id"]) for r in tombstones.collect()) == [
         ('{"REGION_ID":1}', "t12"), ('{"REGION_ID":2}', "t10"), ('{"REGION_ID":2}', "t5"), ('{"REGION_ID":3}', "t6"),
