@@ -309,11 +309,11 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
     return spark.table(ledger_name.replace("`", "")).where(f"silver_batch = {batch}"), size
 
 
-def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame, since: int) -> DataFrame:
+def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: DataFrame, ledger: DataFrame) -> DataFrame:
     """Transactions that became complete in this batch: COMMIT/ROLLBACK seen; a COMMIT
     with ``event_count`` once that many of its records have landed too (they may land
-    after it); the whole file; a snapshot once its last row has landed. ``since``: the
-    ledger's first batch that can hold a waiting transaction's record (``open_from``)."""
+    after it); the whole file; a snapshot once its last row has landed. ``ledger``: read
+    from the first batch that can hold a waiting transaction's record (``open_from``)."""
     fresh = new.where("NOT is_duplicate")
     control = fresh.where(
         is_control_record() & F.col("command_type").isin("COMMIT", "ROLLBACK") & F.col("event_count").isNull()
@@ -334,7 +334,7 @@ def _transactions_step(spark: SparkSession, channel: Channel, batch: int, new: D
     known = spark.table(txn_name.replace("`", "")).where(f"released_batch < {batch}").select(
         "source_database", "transaction_id"
     )
-    counted = _counted_commits(spark, channel, batch, known, since)
+    counted = _counted_commits(spark, ledger, known)
     w = Window.partitionBy("source_database", "transaction_id").orderBy(F.col("status").desc(), "commit_scn")
     complete = (
         control.unionByName(whole).unionByName(counted)
@@ -377,14 +377,13 @@ def first_open_batch(ledger: DataFrame, transactions: DataFrame, batch: int) -> 
     return batch + 1 if first is None else int(first)
 
 
-def _counted_commits(spark: SparkSession, channel: Channel, batch: int, known: DataFrame, since: int) -> DataFrame:
+def _counted_commits(spark: SparkSession, ledger: DataFrame, known: DataFrame) -> DataFrame:
     """COMMIT records with ``event_count`` (Debezium END events) whose transaction is not
     released yet and now has that many records landed, whatever the order they landed in.
     The commit SCN and time come from the records where the COMMIT does not carry them.
-    Such a transaction is waiting: its records, the COMMIT too, lie from batch ``since`` on."""
-    ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(
-        (F.col("silver_batch") >= since) & (F.col("silver_batch") <= batch)
-        & ~F.col("is_duplicate"))
+    Such a transaction is waiting: its records, the COMMIT too, lie in ``ledger`` (read
+    from the bound, ``open_from``)."""
+    ledger = ledger.where(~F.col("is_duplicate"))
     keys = ["source_database", "transaction_id"]
     counting = ledger.where((F.col("command_type") == "COMMIT") & F.col("event_count").isNotNull() & is_control_record())
     # A channel that never landed such a COMMIT (most) pays one count, in which Delta skips
@@ -1092,10 +1091,10 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
             # A transaction released now was waiting after the last batch: its records lie
             # from that batch's bound on, and so does every record still waiting (the
             # ledger's history before it is not read).
-            since = open_from(spark, channel, batch)
-            released_txns = _transactions_step(spark, channel, batch, new, since).persist()
+            ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(
+                F.col("silver_batch") >= open_from(spark, channel, batch))
+            released_txns = _transactions_step(spark, channel, batch, new, ledger).persist()
             txns = spark.table(_t(channel, "transactions").replace("`", ""))
-            ledger = spark.table(_t(channel, "ledger").replace("`", "")).where(F.col("silver_batch") >= since)
             released, inconsistent = without_inconsistent(released_records(ledger, released_txns), batch)
             append_rows(late_errors(new, txns, batch).unionByName(inconsistent.drop("position")),
                    _t(channel, "txn_errors"), "silver.txn_errors.late", batch)
