@@ -268,6 +268,7 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
         "LAKESTREAMS_PLAN_ID": str(plan.plan_id),
         "LAKESTREAMS_TRUNCATING": json.dumps(truncating),
         "LAKESTREAMS_REFOLDING": json.dumps([t.model for t in plan.targets if t.refolds]),
+        "LAKESTREAMS_IN_PLACE": json.dumps([t.model for t in plan.targets if not t.moves]),
     }
     # No manifest.json or run_results.json for an apply: writing the manifest costs about
     # 10 ms per model of the project, quiet targets' included, on every run (the results

@@ -132,6 +132,11 @@ class TargetPlan:
     #: What the plan applies per source database: (source, highest commit SCN, latest commit
     #: time in epoch microseconds, records), one tuple per source (metadata, recorded once the apply is done).
     progress: tuple[tuple, ...] = ()
+    #: Whether a change of the plan may move a row to another key (a key-changing UPDATE, a
+    #: re-fold, changes an error handler returned). Without one, every row incarnation ends
+    #: at the key it starts from, and the apply takes the values an UPDATE did not carry
+    #: from the row its MERGE matches, instead of joining the replica once more.
+    moves: bool = True
 
 
 @dataclass
@@ -1039,8 +1044,12 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         if not (truncates or sum(r["rows"] for r in per_source) > 0):
             continue
         progress = tuple((r["_source_database"], r["scn"], r["at"], r["records"]) for r in per_source if r["records"])
+        refolds = late[model][0] is not None
+        # A plan run again applies its first writing, which may hold what this run's judging
+        # no longer finds (an error handler's changes): it counts as moving rows.
+        moves = resumed or model in moving or model in handled or refolds
         plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
-                                       late[model][0] is not None, progress))
+                                       refolds, progress, moves))
     # Where each change went. All targets' changes with their instantiation SCNs are one
     # job (``with_inst``); a target whose error handlers returned or consumed changes is
     # counted from its changes as the handlers left them, with the SCNs as literals.

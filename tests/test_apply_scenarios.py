@@ -262,3 +262,64 @@ def test_a_record_landing_after_its_commit_goes_to_the_error_queue(spark, tmp_pa
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
     assert audit.buckets["error"] == 1 and audit.buckets["applied"] == 1
+
+
+def test_a_plan_moving_no_row_takes_uncarried_values_from_the_row_its_merge_matches(spark, tmp_path, monkeypatch):
+    """Where no change of a plan moves a row to another key, the apply keeps the values an
+    UPDATE did not carry from the row its MERGE matches (no second read of the replica);
+    a plan with a key move joins the replica at the incarnation's first key, as before. A
+    plan applied as moving no row that does move one stops with an error, and the plan run
+    again applies it."""
+    import dataclasses
+
+    import lakestreams.pipeline as pipeline
+    from lakestreams.errors import ApplyError
+
+    ch = make_channel(tmp_path, targets=[{"table": "hr.regions", "soft_delete": True}])
+    cols = [*GOLD_COLS, "_is_deleted"]
+    schema = SCHEMA + ", _is_deleted BOOLEAN"
+
+    def replica():
+        return spark.table(f"{ch.storage.schema_name('gold')}.hr__regions").select(*cols)
+
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "x"})
+        .row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "B", "NOTE": "y"})
+        .row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C", "NOTE": "z"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+    # Partial updates, and a row deleted then inserted again at its key without NOTE: the
+    # new incarnation takes NULL there, not the deleted row's value.
+    write_lines(ch, "src", "f2.jsonl", [
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1, "REGION_NAME": "A"}, new={"REGION_NAME": "AA"})
+        .row("UPDATE", old={"REGION_ID": 3, "NOTE": "z"}, new={"NOTE": "z2"}).commit(),
+        *Txn("t4", 400).row("DELETE", old={"REGION_ID": 2, "REGION_NAME": "B", "NOTE": "y"}).commit(),
+        *Txn("t5", 500).row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "B2"}).commit(),
+    ])
+    result = run_pipeline(spark, ch)
+    assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", False)]
+    expected = [(1, "AA", "x", False), (2, "B2", None, False), (3, "C", "z2", False)]
+    assert_df_equality(replica(), spark.createDataFrame(expected, schema), ignore_row_order=True)
+
+    # A key move, applied as if nothing moved: the MERGE refuses it, and nothing is applied.
+    write_lines(ch, "src", "f3.jsonl", [
+        *Txn("t6", 600).row("UPDATE", old={"REGION_ID": 3}, new={"REGION_ID": 30}).commit(),
+        *Txn("t7", 700).row("UPDATE", old={"REGION_ID": 1}, new={"NOTE": "x2"}).commit(),
+    ])
+    apply = pipeline.apply_targets
+
+    def as_moving_no_row(spark, channel, plan, all_targets):
+        plan = dataclasses.replace(plan, targets=[dataclasses.replace(t, moves=False) for t in plan.targets])
+        return apply(spark, channel, plan, all_targets)
+
+    monkeypatch.setattr(pipeline, "apply_targets", as_moving_no_row)
+    with pytest.raises(ApplyError, match=r"applied as moving no row, but an incarnation moves from key \{\"REGION_ID\":3\}"):
+        run_pipeline(spark, ch)
+    assert_df_equality(replica(), spark.createDataFrame(expected, schema), ignore_row_order=True)
+    monkeypatch.setattr(pipeline, "apply_targets", apply)
+    # The plan run again joins the replica: the moved row keeps the values it had.
+    result = run_pipeline(spark, ch)
+    assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", True)]
+    expected = [(1, "AA", "x2", False), (2, "B2", None, False), (3, "C", "z2", True), (30, "C", "z2", False)]
+    assert_df_equality(replica(), spark.createDataFrame(expected, schema), ignore_row_order=True)

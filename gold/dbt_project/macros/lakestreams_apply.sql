@@ -4,7 +4,10 @@
   (ordered by _seq, grouped into row incarnations by _root). This folds each
   incarnation into its net effect and MERGEs it into the target: an upsert at the
   incarnation's final key, a delete at the key it started from when the row moved
-  or was deleted. Columns an UPDATE did not carry keep the target's value.
+  or was deleted. Columns an UPDATE did not carry keep the target's value: where the plan
+  moves no row to another key (LAKESTREAMS_IN_PLACE), the row the MERGE matches is the one
+  the incarnation started from, and its values are kept there; elsewhere the replica is
+  joined at each incarnation's first key for them.
   With soft_delete, a delete marks the row (_is_deleted) instead of removing it. A
   TRUNCATE (a plan row with _op T) first removes (or marks) every row an earlier change
   wrote.
@@ -55,9 +58,10 @@
       {{ lakestreams_truncate(sql, target_relation, keys, soft_delete) }}
     {% endcall %}
   {% endif %}
+  {%- set in_place = this.identifier in fromjson(env_var('LAKESTREAMS_IN_PLACE', '[]')) -%}
   {% set body %}
     merge into {{ target_relation }} t
-    using ({{ lakestreams_net_effect(sql, target_relation, keys, columns, soft_delete) }}) s
+    using ({{ lakestreams_net_effect(sql, target_relation, keys, columns, soft_delete, in_place) }}) s
     on {{ lakestreams_key_match('t', 's', keys) }}
     {% if soft_delete %}
     when matched and s._action = 'D' then update set
@@ -69,7 +73,14 @@
     when matched and s._action = 'D' then delete
     {% endif %}
     when matched then update set
-      {% for c in columns %}t.`{{ c[0] }}` = s.`{{ c[0] }}`, {% endfor %}
+      {% for c in columns -%}
+        {%- if c[0] in keys or not in_place -%}
+          t.`{{ c[0] }}` = s.`{{ c[0] }}`,
+        {%- else -%}
+          t.`{{ c[0] }}` = case when s.`_keep__{{ c[0] }}` {% if soft_delete %}and not t._is_deleted {% endif -%}
+            then t.`{{ c[0] }}` else s.`{{ c[0] }}` end,
+        {%- endif %}
+      {% endfor %}
       t._source_database = s._source_database, t._transaction_id = s._transaction_id,
       t._commit_scn = s._commit_scn, t._commit_time = s._commit_time
       {%- if soft_delete %}, t._is_deleted = s._deleted{% endif %}
@@ -161,8 +172,11 @@
 
 
 {# Net effect of planned changes per row incarnation: rows with _action U (upsert; _deleted when
-   soft deletes keep a deleted incarnation) or D (delete), at most one per key. #}
-{% macro lakestreams_net_effect(changes_sql, target_relation, keys, columns, soft_delete=false) -%}
+   soft deletes keep a deleted incarnation) or D (delete), at most one per key. in_place: no
+   incarnation moves (a move raises an error); a column no change set is NULL with _keep__<c>
+   true where the row the MERGE matches holds its value (an incarnation not opened by an
+   INSERT). Otherwise the replica at the incarnation's first key gives those values. #}
+{% macro lakestreams_net_effect(changes_sql, target_relation, keys, columns, soft_delete=false, in_place=false) -%}
   with c as (
     select * from ({{ changes_sql }}) where _op <> 'T'
   ),
@@ -185,12 +199,23 @@
     group by _root
   ),
   b as (
+    {% if in_place %}
     select r.*
-      {%- for c in columns if c[0] not in keys %}, t.`{{ c[0] }}` as `_base__{{ c[0] }}`{% endfor %}
+      {%- for c in columns if c[0] not in keys %}, cast(null as {{ c[1] }}) as `_base__{{ c[0] }}`{% endfor %},
+      case when r._first_op = 'I' or r._start_key <=> r._final_key then r._first_op <> 'I'
+        else raise_error('lakestreams_apply: the plan was applied as moving no row, but an incarnation moves from key '
+                         || to_json(r._start_key) || ' to ' || to_json(r._final_key))
+      end as _in_place
+    from r
+    {% else %}
+    select r.*
+      {%- for c in columns if c[0] not in keys %}, t.`{{ c[0] }}` as `_base__{{ c[0] }}`{% endfor %},
+      false as _in_place
     from r
     left join {{ target_relation }} t
       on r._first_op <> 'I' {% if soft_delete %}and not t._is_deleted{% endif %}
       {% for k in keys %}and t.`{{ k }}` <=> r._start_key.`{{ k }}` {% endfor %}
+    {% endif %}
   ),
   u as (
     select
@@ -201,6 +226,11 @@
           case when `_set__{{ c[0] }}` then `{{ c[0] }}` else `_base__{{ c[0] }}` end as `{{ c[0] }}`,
         {%- endif %}
       {% endfor %}
+      {%- if in_place %}
+      {%- for c in columns if c[0] not in keys %}
+      _in_place and not `_set__{{ c[0] }}` as `_keep__{{ c[0] }}`,
+      {%- endfor %}
+      {%- endif %}
       _source_database, _transaction_id, _commit_scn, _commit_time, _last_op = 'D' as _deleted, 'U' as _action,
       -- With soft deletes a deleted incarnation stays as a marked row; only the last
       -- incarnation ending on a key writes it.
@@ -228,12 +258,18 @@
           cast(null as {{ c[1] }}) as `{{ c[0] }}`,
         {%- endif %}
       {% endfor %}
+      {%- if in_place %}
+      {%- for c in columns if c[0] not in keys %}
+      false as `_keep__{{ c[0] }}`,
+      {%- endfor %}
+      {%- endif %}
       cast(null as string) as _source_database, cast(null as string) as _transaction_id,
       cast(null as bigint) as _commit_scn, cast(null as timestamp) as _commit_time, true as _deleted, 'D' as _action
     from d
   ),
   w as (
     select {% for c in columns %}`{{ c[0] }}`, {% endfor %}
+      {%- if in_place %}{% for c in columns if c[0] not in keys %}`_keep__{{ c[0] }}`, {% endfor %}{% endif %}
       _source_database, _transaction_id, _commit_scn, _commit_time, _deleted, _action
     from u
     where _rank = 1
