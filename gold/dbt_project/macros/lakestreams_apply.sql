@@ -209,8 +209,7 @@
     from r
     {% else %}
     select r.*
-      {%- for c in columns if c[0] not in keys %}, t.`{{ c[0] }}` as `_base__{{ c[0] }}`{% endfor %},
-      false as _in_place
+      {%- for c in columns if c[0] not in keys %}, t.`{{ c[0] }}` as `_base__{{ c[0] }}`{% endfor %}
     from r
     left join {{ target_relation }} t
       on r._first_op <> 'I' {% if soft_delete %}and not t._is_deleted{% endif %}
