@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from chispa import assert_df_equality
 from conftest import make_channel, table_versions, write_lines
 from records import REGIONS_DDL, Txn
 
+import lakestreams.pipeline as pipeline
 from lakestreams.audit import run_audit
+from lakestreams.errors import ApplyError
 from lakestreams.pipeline import run_pipeline
 
 GOLD_COLS = ["REGION_ID", "REGION_NAME", "NOTE"]
@@ -270,11 +274,6 @@ def test_a_plan_moving_no_row_takes_uncarried_values_from_the_row_its_merge_matc
     a plan with a key move joins the replica at the incarnation's first key, as before. A
     plan applied as moving no row that does move one stops with an error, and the plan run
     again applies it."""
-    import dataclasses
-
-    import lakestreams.pipeline as pipeline
-    from lakestreams.errors import ApplyError
-
     ch = make_channel(tmp_path, targets=[{"table": "hr.regions", "soft_delete": True}])
     cols = [*GOLD_COLS, "_is_deleted"]
     schema = SCHEMA + ", _is_deleted BOOLEAN"

@@ -200,8 +200,7 @@
   ),
   b as (
     {% if in_place %}
-    select r.*
-      {%- for c in columns if c[0] not in keys %}, cast(null as {{ c[1] }}) as `_base__{{ c[0] }}`{% endfor %},
+    select r.*,
       case when r._first_op = 'I' or r._start_key <=> r._final_key then r._first_op <> 'I'
         else raise_error('lakestreams_apply: the plan was applied as moving no row, but an incarnation moves from key '
                          || to_json(r._start_key) || ' to ' || to_json(r._final_key))
@@ -221,6 +220,9 @@
       {% for c in columns %}
         {%- if c[0] in keys -%}
           _final_key.`{{ c[0] }}` as `{{ c[0] }}`,
+        {%- elif in_place -%}
+          {#- NULL where no change set it (max_by's filter): _keep__ says whether the matched row keeps it. -#}
+          `{{ c[0] }}`,
         {%- else -%}
           case when `_set__{{ c[0] }}` then `{{ c[0] }}` else `_base__{{ c[0] }}` end as `{{ c[0] }}`,
         {%- endif %}
