@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ bench-formats: $(STAMP)
 
 bench-claims: $(STAMP)
 	$(PY) bench/claims.py $(BENCH_ARGS)
+
+bench-replica-merge: $(STAMP)
+	$(PY) bench/replica_merge.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

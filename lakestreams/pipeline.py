@@ -32,7 +32,7 @@ from lakestreams.config import Channel
 from lakestreams.delta_io import table_names
 from lakestreams.rebuild import ExecuteResult, retry_explained
 from lakestreams.runlock import channel_lock
-from lakestreams.spark import ensure_schemas, interpreted, interpreted_records
+from lakestreams.spark import compiled_expressions, ensure_schemas, interpreted, interpreted_records
 from lakestreams.timing import stage, step
 from silver.changes import target_model_name
 from silver.evolution import ColumnChanges
@@ -98,15 +98,17 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
     opened = open_plan(spark, channel)
     if opened is None:
         return Plan(), []
-    # A small plan (and its dbt run) goes without generated code: compiling costs it more
-    # than it saves.
+    # A small plan goes without generated code: compiling costs it more than it saves. Its
+    # dbt run compiles expressions (not whole stages) when a replica it writes is wide: its
+    # MERGEs copy whole replica files, so their rows are the replica's, not the plan's.
     limit = interpreted_records()
     records = plan_records(spark, channel, opened[1], opened[2], limit) if limit > 0 else None
     with interpreted(spark, records) as small:
         with step("gold.plan"):
             plan = run_plan(spark, channel, opened)
         plan.interpreted = small
-        with step("gold.dbt"):
+        widest = max((len(t.definition.columns) for t in plan.targets), default=0)
+        with step("gold.dbt"), compiled_expressions(spark, small, widest):
             results = apply_targets(spark, channel, plan, known_targets(spark, channel))
         # Changes from before a DROP that took the target with it made the target anew: gone again.
         drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])

@@ -322,3 +322,45 @@ def test_a_plan_moving_no_row_takes_uncarried_values_from_the_row_its_merge_matc
     assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", True)]
     expected = [(1, "AA", "x2", False), (2, "B2", None, False), (3, "C", "z2", True), (30, "C", "z2", False)]
     assert_df_equality(replica(), spark.createDataFrame(expected, schema), ignore_row_order=True)
+
+
+def test_a_small_plan_is_judged_interpreted_and_its_merges_into_a_wide_replica_compile_expressions(
+        spark, tmp_path, monkeypatch):
+    """A small plan runs without generated code; its dbt run compiles expressions again
+    (whole stages stay off) when a replica it writes is wide, because a MERGE copies whole
+    replica files: its rows are the replica's, not the plan's."""
+    import lakestreams.spark
+
+    monkeypatch.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "1000")
+    keys = ["spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode"]
+    before = [spark.conf.get(k, None) for k in keys]
+    seen: dict[str, list] = {}
+
+    def watched(name, fn):
+        def run(spark, *args, **kwargs):
+            seen[name] = [spark.conf.get(k) for k in keys]
+            return fn(spark, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(pipeline, "run_plan", watched("plan", pipeline.run_plan))
+    monkeypatch.setattr(pipeline, "apply_targets", watched("apply", pipeline.apply_targets))
+    ch = make_channel(tmp_path)
+    # REGIONS has three columns: wide from three on, not from four.
+    monkeypatch.setattr(lakestreams.spark, "COMPILED_EXPRESSIONS_COLUMNS", 3)
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "x"}).commit(),
+    ])
+    result = run_pipeline(spark, ch)
+    assert result.plan.interpreted is True
+    assert seen == {"plan": ["false", "NO_CODEGEN"], "apply": ["false", "FALLBACK"]}
+    monkeypatch.setattr(lakestreams.spark, "COMPILED_EXPRESSIONS_COLUMNS", 4)
+    write_lines(ch, "src", "f2.jsonl", [
+        *Txn("t3", 300).row("UPDATE", old={"REGION_ID": 1}, new={"NOTE": "y"}).commit(),
+    ])
+    result = run_pipeline(spark, ch)
+    assert result.plan.interpreted is True
+    assert seen == {"plan": ["false", "NO_CODEGEN"], "apply": ["false", "NO_CODEGEN"]}
+    assert_df_equality(gold(spark, ch), spark.createDataFrame([(1, "A", "y")], SCHEMA))
+    # Afterwards the session's settings are as they were.
+    assert [spark.conf.get(k, None) for k in keys] == before

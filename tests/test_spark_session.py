@@ -156,3 +156,43 @@ def test_a_small_block_runs_without_generated_code_and_puts_the_settings_back(sp
     monkeypatch.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "0")
     with interpreted(spark, 0) as on:
         assert on is False
+
+
+def test_inside_a_small_block_the_apply_to_a_wide_replica_compiles_expressions_but_not_whole_stages(spark, monkeypatch):
+    from lakestreams.spark import COMPILED_EXPRESSIONS_COLUMNS as wide
+    from lakestreams.spark import compiled_expressions, interpreted
+
+    monkeypatch.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "10")
+    # Spark counts every class it compiles; a new literal makes a new class.
+    compilations = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    literals = iter(range(7_700_001, 7_700_100))
+
+    def compiles() -> int:
+        n, before = next(literals), compilations.getCount()
+        assert len(spark.range(5).selectExpr(f"id * {n} + 1 AS x").where(f"x > {n}").collect()) == 4  # 4 rows
+        return compilations.getCount() - before
+
+    keys = ["spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode"]
+    before = {k: spark.conf.get(k, None) for k in keys}
+    with interpreted(spark, 10) as small:
+        assert small and compiles() == 0
+        with compiled_expressions(spark, small, wide):
+            assert [spark.conf.get(k) for k in keys] == ["false", "FALLBACK"]
+            assert compiles() > 0
+            plan = spark.range(3).selectExpr("id * 7 AS y")._jdf.queryExecution().executedPlan().toString()
+            assert "*(" not in plan  # no whole-stage code
+        assert compiles() == 0
+        # Narrower replicas stay interpreted.
+        with compiled_expressions(spark, small, wide - 1):
+            assert [spark.conf.get(k) for k in keys] == ["false", "NO_CODEGEN"]
+            assert compiles() == 0
+        try:
+            with compiled_expressions(spark, small, wide):
+                raise RuntimeError("stop")
+        except RuntimeError:
+            pass
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    # Outside a small block it changes nothing.
+    with compiled_expressions(spark, False, wide):
+        assert {k: spark.conf.get(k, None) for k in keys} == before
+    assert {k: spark.conf.get(k, None) for k in keys} == before
