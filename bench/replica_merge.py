@@ -15,8 +15,10 @@ The pipeline takes the first from ``COMPILED_EXPRESSIONS_COLUMNS`` columns on (r
 
 Reported per width and way, as medians over the rounds: the run's ``gold.dbt`` step and
 the MERGE's own times from its Delta commit (execution, rewrite). Each round checks the
-replica: ``--rows`` rows, and the round's changes carried by exactly the keys it changed.
-Exits 1 if a check fails or an error queue holds an entry.
+replica: ``--rows`` rows, the round's changes carried by exactly the keys it changed, and
+an updated column's sum. Exits 1 if a check fails or an error queue holds an entry.
+Wider replicas pass ``gold.structure.DELETION_VECTOR_BYTES`` sooner and then copy no row
+(80 columns at the default rows do).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark.sql import functions as F  # noqa: E402
 
 import lakestreams.spark as lspark  # noqa: E402
 from lakestreams.config import channel_from_dict  # noqa: E402
@@ -148,8 +152,12 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
         replica = spark.table(gold)
         count = replica.count()
         carried = replica.where(replica["_commit_scn"] == rec.scn).count()
-        if count != rows or carried != len(set(keys)):
-            failures.append(f"{name} round {n + 1}: {count} rows (want {rows}), {carried} carry the round (want {len(set(keys))})")
+        # One number: the sum of an updated integer column, against the generator's.
+        total = replica.agg(F.sum("C002")).first()[0]
+        want = sum(value(2, k, v) for k, v in version.items())
+        if (count, carried, total) != (rows, len(set(keys)), want):
+            failures.append(f"{name} round {n + 1}: {count} rows (want {rows}), {carried} carry the round "
+                            f"(want {len(set(keys))}), C002 sums to {total} (want {want})")
         seen[way].append({"run_s": run_s, "gold_dbt_s": TOTALS.get("gold.dbt", 0.0) - before.get("gold.dbt", 0.0),
                           **merge_metrics(spark, gold)})
     queued = spark.table(channel.storage.table("gold", "error_queue").replace("`", "")).count()
@@ -165,7 +173,7 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--widths", default="10,40,80", help="replica widths in columns, the key included")
+    ap.add_argument("--widths", default="10,20,30,40", help="replica widths in columns, the key included")
     ap.add_argument("--rows", type=int, default=50_000, help="replica rows (the history's INSERTs)")
     ap.add_argument("--changes", type=int, default=500, help="UPDATEs per round (1%% of the default rows)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds per way")
