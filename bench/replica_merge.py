@@ -33,11 +33,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from delta.tables import DeltaTable  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 import lakestreams.spark as lspark  # noqa: E402
 from lakestreams.config import channel_from_dict  # noqa: E402
 from lakestreams.pipeline import run_pipeline  # noqa: E402
+from lakestreams.sample import write_jsonl  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
 
@@ -91,17 +93,8 @@ class Records:
         return out
 
 
-def write(folder: Path, name: str, records: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / name).open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-
-
 def merge_metrics(spark, table: str) -> dict[str, int]:
     """The last commit's MERGE times (its Delta history: one row)."""
-    from delta.tables import DeltaTable
-
     m = DeltaTable.forName(spark, table).history(1).first()["operationMetrics"]  # one row
     return {k: int(m[k]) for k in ("executionTimeMs", "rewriteTimeMs", "numTargetRowsCopied")}
 
@@ -116,6 +109,7 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
     }, folder)
     ensure_schemas(spark, channel.storage)
     landing = folder / "landing" / "src"
+    landing.mkdir(parents=True, exist_ok=True)
     cols = column_types(width)
     ddl = (f"CREATE TABLE bench.{name.lower()} (" + ", ".join(f"{c.lower()} {t}" for c, t in cols)
            + f", CONSTRAINT {name.lower()}_pk PRIMARY KEY (id))")
@@ -125,7 +119,7 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
     for start in range(0, rows, TXN_ROWS):
         history += rec.txn([("INSERT", None, {"ID": k, **{c: value(i, k, 0) for i, (c, _t) in enumerate(cols) if i}})
                             for k in range(start, min(rows, start + TXN_ROWS))])
-    write(landing, "0000_history.jsonl", history)
+    write_jsonl(landing / "0000_history.jsonl", history)
     started = time.perf_counter()
     run_pipeline(spark, channel)
     history_s = time.perf_counter() - started
@@ -140,7 +134,7 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
         for k in keys:
             version[k] += 1
             updates.append(("UPDATE", {"ID": k}, {c: value(i, k, version[k]) for i, (c, _t) in enumerate(cols) if i in (1, 2)}))
-        write(landing, f"{n + 1:04d}_changes.jsonl", rec.txn(updates))
+        write_jsonl(landing / f"{n + 1:04d}_changes.jsonl", rec.txn(updates))
         saved, lspark.COMPILED_EXPRESSIONS_COLUMNS = lspark.COMPILED_EXPRESSIONS_COLUMNS, WAYS[way]
         before = dict(TOTALS)
         started = time.perf_counter()
@@ -149,11 +143,9 @@ def run_width(spark, out: Path, width: int, rows: int, changes: int, rounds: int
         finally:
             lspark.COMPILED_EXPRESSIONS_COLUMNS = saved
         run_s = time.perf_counter() - started
-        replica = spark.table(gold)
-        count = replica.count()
-        carried = replica.where(replica["_commit_scn"] == rec.scn).count()
-        # One number: the sum of an updated integer column, against the generator's.
-        total = replica.agg(F.sum("C002")).first()[0]
+        # One row: the replica's rows, those carrying the round, and an updated column's sum.
+        count, carried, total = spark.table(gold).agg(
+            F.count("*"), F.count_if(F.col("_commit_scn") == rec.scn), F.sum("C002")).first()
         want = sum(value(2, k, v) for k, v in version.items())
         if (count, carried, total) != (rows, len(set(keys)), want):
             failures.append(f"{name} round {n + 1}: {count} rows (want {rows}), {carried} carry the round "

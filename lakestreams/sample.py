@@ -1194,7 +1194,7 @@ def _generate_source(
     return files, src, row_txns
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write ``rows`` as compact JSON lines (UTF-8, ``\\n`` line ends)."""
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         fh.write("".join(_JSON_DUMPS(row) + "\n" for row in rows))
@@ -1265,7 +1265,7 @@ def generate_hr_sample(out_dir: str | Path, spec: SampleSpec = SampleSpec()) -> 
         first_file: dict[str, int] = {}
         last_file: dict[str, int] = {}
         for n, records in enumerate(files):
-            _write_jsonl(directory / f"changes_{n + 1:04d}.jsonl", records)
+            write_jsonl(directory / f"changes_{n + 1:04d}.jsonl", records)
             for rec in records:
                 first_file.setdefault(rec["transaction_id"], n)
                 last_file[rec["transaction_id"]] = n
@@ -1296,7 +1296,7 @@ def generate_hr_sample(out_dir: str | Path, spec: SampleSpec = SampleSpec()) -> 
         _clean_dir(source_dir, "*.jsonl")
         for table in cfg.tables:
             rows = [src.rows[table][k] for k in sorted(src.rows[table])]
-            _write_jsonl(source_dir / f"{table}.jsonl", rows)
+            write_jsonl(source_dir / f"{table}.jsonl", rows)
     pairs = ",\n".join(" " + _JSON_DUMPS(pair) for pair in tagged_txns)
     (expected_dir / "tagged_transactions.json").write_text(
         f"[\n{pairs}\n]\n" if pairs else "[]\n", encoding="utf-8"
