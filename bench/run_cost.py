@@ -8,6 +8,12 @@ The baseline, measured in the same session between rounds: a one-row Delta appen
 The figures: per run, Spark jobs, Delta commits and seconds, also as one-row appends, and the
 seconds of each timed step (the median over rounds).
 
+Beside it, the same append keyed as every stage writes (``lakestreams.delta_io.append``, an
+app id and version per write): what the exactly-once key costs a write. Delta answers the
+key's check from the table's full state, which it computes first (Spark jobs of their own),
+where a plain append needs none. Each round then repeats its last key, which must commit
+nothing (the benchmark stops otherwise).
+
 ``--compare key=value`` (repeatable) measures session settings against the defaults in the
 same process: rounds alternate between the defaults and the settings (set with
 ``spark.conf.set``, so only runtime SQL settings qualify), and the report gives both and
@@ -29,10 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import bench_channel, commits, gold_rows, last_job_id  # noqa: E402
 
+from lakestreams.delta_io import append as keyed_append  # noqa: E402
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
 from lakestreams.spark import build_session, extra_spark_conf  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
+
+#: The keyed baseline's table, in the session's default schema.
+KEYED_TABLE = "bench_run_cost_keyed"
 
 
 def measured(spark, fn, tag: str, folder: Path) -> dict:
@@ -76,9 +86,12 @@ def main() -> None:
     spark = build_session(out / "warehouse", app_name="lakestreams-bench-run-cost")
     append = spark.range(1).withColumnRenamed("id", "n")
     append.write.format("delta").save((out / "one_row").as_posix())
+    # A catalog table, as the stages write: the warehouse's folder of it counts its commits.
+    append.write.format("delta").saveAsTable(KEYED_TABLE)
+    keyed_folder = out / "warehouse" / KEYED_TABLE
     variants = ["default", "compared"] if settings else ["default"]
     defaults = {k: spark.conf.get(k, None) for k in settings}
-    rows = {v: {"first": [], "idle": [], "append": []} for v in variants}
+    rows = {v: {"first": [], "idle": [], "append": [], "keyed": []} for v in variants}
     # Round 0 warms the JVM up and is not counted; with --compare, rounds alternate.
     for r in range(args.rounds * len(variants) + 1):
         variant = variants[r % len(variants)]
@@ -91,15 +104,24 @@ def main() -> None:
         idle = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"idle{r}", out)
         appends = [measured(spark, lambda: append.write.format("delta").mode("append").save((out / "one_row").as_posix()),
                             f"append{r}.{i}", out / "one_row") for i in range(5)]
+        keyed = [measured(spark, lambda v=r * 10 + i: keyed_append(append, KEYED_TABLE, "bench.keyed", v),
+                          f"keyed{r}.{i}", keyed_folder) for i in range(5)]
+        again = measured(spark, lambda v=r * 10 + 4: keyed_append(append, KEYED_TABLE, "bench.keyed", v),
+                         f"keyed{r}.again", keyed_folder)
+        assert [k["commits"] for k in keyed] == [1] * 5 and again["commits"] == 0, "a keyed append committed twice"
         assert sum(gold_rows(spark, channel, args.tables).values()) > 0, "the run applied nothing"
         if r:
             rows[variant]["first"].append(first)
             rows[variant]["idle"].append(idle)
             rows[variant]["append"].extend(appends)
+            rows[variant]["keyed"].extend(keyed)
     unit = statistics.median(a["seconds"] for a in rows["default"]["append"])
     report = {"records": args.records, "tables": args.tables, "rounds": args.rounds,
               "one_row_append": {"seconds": round(unit, 3),
                                  "jobs": statistics.median(a["jobs"] for a in rows["default"]["append"])},
+              "keyed_one_row_append": {
+                  "seconds": round(statistics.median(a["seconds"] for a in rows["default"]["keyed"]), 3),
+                  "jobs": statistics.median(a["jobs"] for a in rows["default"]["keyed"])},
               **_summary(rows["default"], unit)}
     if settings:
         compared = _summary(rows["compared"], unit)
