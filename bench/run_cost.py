@@ -104,10 +104,11 @@ def main() -> None:
         idle = measured(spark, lambda ch=channel: run_pipeline(spark, ch), f"idle{r}", out)
         appends = [measured(spark, lambda: append.write.format("delta").mode("append").save((out / "one_row").as_posix()),
                             f"append{r}.{i}", out / "one_row") for i in range(5)]
-        keyed = [measured(spark, lambda v=r * 10 + i: keyed_append(append, KEYED_TABLE, "bench.keyed", v),
-                          f"keyed{r}.{i}", keyed_folder) for i in range(5)]
-        again = measured(spark, lambda v=r * 10 + 4: keyed_append(append, KEYED_TABLE, "bench.keyed", v),
-                         f"keyed{r}.again", keyed_folder)
+        def keyed_write(version: int, tag: str) -> dict:
+            return measured(spark, lambda: keyed_append(append, KEYED_TABLE, "bench.keyed", version), tag, keyed_folder)
+
+        keyed = [keyed_write(r * 10 + i, f"keyed{r}.{i}") for i in range(5)]
+        again = keyed_write(r * 10 + 4, f"keyed{r}.again")  # the last key again: nothing to commit
         assert [k["commits"] for k in keyed] == [1] * 5 and again["commits"] == 0, "a keyed append did not commit exactly once"
         assert sum(gold_rows(spark, channel, args.tables).values()) > 0, "the run applied nothing"
         if r:
