@@ -14,7 +14,10 @@ target busy, ``--tables`` times the records). The figures (medians over ``--roun
 - with the Spark UI on (``LAKESTREAMS_SPARK_CONF="spark.ui.enabled=true;
   spark.ui.retainedJobs=5000;spark.ui.retainedStages=8000"``), the seconds in which at
   least one Spark job ran, read from the UI's REST API; the rest of the run is the
-  driver's own work between jobs (analysing and planning queries, Delta commits, dbt).
+  driver's own work between jobs (analysing and planning queries, Delta commits, dbt);
+- with the UI on, the Spark jobs of a run by kind (the job's description, else the call
+  site that started it, version numbers and table names left out), for one busy target,
+  all busy, and each busy target beyond the first: which kinds of job a target adds.
 
 Usage: ``python bench/run_profile.py [--records N] [--tables T] [--files F] [--history H] [--rounds R]``.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -44,17 +48,46 @@ def _ui_time(text: str) -> float:
     return datetime.strptime(text.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
 
 
-def job_seconds(spark, first: int, last: int) -> float | None:
-    """Seconds in which at least one of jobs ``first``..``last`` ran (the union of their
-    intervals), from the Spark UI's REST API; None with the UI off."""
+def ui_jobs(spark, first: int, last: int, marks: tuple[str, ...] = ()) -> list[dict] | None:
+    """Jobs ``first``..``last`` that succeeded, from the Spark UI's REST API, but those of the
+    job groups ``marks`` (``last_job_id``'s marks); None with the UI off."""
     sc = spark.sparkContext
     if not sc.uiWebUrl:
         return None
     url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/jobs?status=succeeded"
     with urllib.request.urlopen(url) as response:  # the local driver's own UI
-        jobs = json.load(response)
+        return [j for j in json.load(response) if first <= j["jobId"] <= last and j.get("jobGroup") not in marks]
+
+
+#: What varies between two jobs of one kind: a quoted name, a path, a number (a version, an
+#: id); a Python call site's line number is kept.
+_VARYING = re.compile(r"`[^`]*`|'[^']*'|file:\S+|/\S+/(?=[\w.]+\.py:)|(?<!\.py:)\b\d+\b")
+
+
+def job_kind(job: dict) -> str:
+    """A job's kind: its description (Delta and SQL set one), else its name (PySpark names
+    a DataFrame action after the Python line that ran it), without what varies per table."""
+    text = (job.get("description") or job.get("name") or "?").splitlines()[0][:160]
+    return _VARYING.sub("…", text)
+
+
+def job_kinds(jobs: list[dict] | None) -> dict[str, int] | None:
+    """How many of ``jobs`` are of each kind."""
+    if jobs is None:
+        return None
+    kinds: dict[str, int] = {}
+    for j in jobs:
+        kind = job_kind(j)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
+def job_seconds(jobs: list[dict] | None) -> float | None:
+    """Seconds in which at least one of ``jobs`` ran (the union of their intervals)."""
+    if jobs is None:
+        return None
     spans = sorted((_ui_time(j["submissionTime"]), _ui_time(j["completionTime"]))
-                   for j in jobs if first <= j["jobId"] <= last and "completionTime" in j)
+                   for j in jobs if "completionTime" in j)
     busy, end = 0.0, 0.0
     for start, stop in spans:
         if stop > end:
@@ -69,7 +102,9 @@ def timed_run(spark, channel, label: str) -> dict:
     run_pipeline(spark, channel)
     seconds = round(time.perf_counter() - start, 1)
     last = last_job_id(spark, f"{label}.b") - 1
-    return {"seconds": seconds, "spark_jobs": last - first + 1, "job_seconds": job_seconds(spark, first, last)}
+    jobs = ui_jobs(spark, first, last, (f"{label}.a", f"{label}.b"))
+    return {"seconds": seconds, "spark_jobs": last - first + 1, "job_seconds": job_seconds(jobs),
+            "job_kinds": job_kinds(jobs)}
 
 
 def lines(f: Path) -> int:
@@ -80,6 +115,21 @@ def lines(f: Path) -> int:
 def median(runs: list[dict], key: str) -> float | None:
     values = [r[key] for r in runs if r[key] is not None]
     return round(statistics.median(values), 1) if values else None
+
+
+def kinds_per_target(narrow: list[dict], wide: list[dict], tables: int, top: int = 25) -> list[dict] | None:
+    """Per job kind, the median count of the runs with one busy target and with all busy,
+    and what each busy target beyond the first adds; the ``top`` kinds by that, then by
+    count. None with the UI off."""
+    if any(r["job_kinds"] is None for r in narrow + wide):
+        return None
+    names = {k for r in narrow + wide for k in r["job_kinds"]}
+    rows = []
+    for k in names:
+        one = statistics.median(r["job_kinds"].get(k, 0) for r in narrow)
+        every = statistics.median(r["job_kinds"].get(k, 0) for r in wide)
+        rows.append({"kind": k, "one_busy": one, "all_busy": every, "per_busy_target": round((every - one) / (tables - 1), 2)})
+    return sorted(rows, key=lambda r: (-r["per_busy_target"], -r["all_busy"], r["kind"]))[:top]
 
 
 def main() -> None:
@@ -134,7 +184,8 @@ def main() -> None:
         "spark_jobs": {"one_busy": median(rounds["narrow"], "spark_jobs"), "all_busy": median(rounds["wide"], "spark_jobs")},
         "seconds_with_a_job_running": {"one_busy": median(rounds["narrow"], "job_seconds"),
                                        "all_busy": median(rounds["wide"], "job_seconds")},
-        "rounds": rounds,
+        "spark_jobs_by_kind": kinds_per_target(rounds["narrow"], rounds["wide"], args.tables),
+        "rounds": {n: [{k: v for k, v in r.items() if k != "job_kinds"} for r in rs] for n, rs in rounds.items()},
         "error_queues_empty": queues_empty,
     }, indent=2))
     if not queues_empty:
