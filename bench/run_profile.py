@@ -32,6 +32,7 @@ import statistics
 import sys
 import time
 import urllib.request
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -73,13 +74,7 @@ def job_kind(job: dict) -> str:
 
 def job_kinds(jobs: list[dict] | None) -> dict[str, int] | None:
     """How many of ``jobs`` are of each kind."""
-    if jobs is None:
-        return None
-    kinds: dict[str, int] = {}
-    for j in jobs:
-        kind = job_kind(j)
-        kinds[kind] = kinds.get(kind, 0) + 1
-    return kinds
+    return None if jobs is None else dict(Counter(job_kind(j) for j in jobs))
 
 
 def job_seconds(jobs: list[dict] | None) -> float | None:
