@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench-conflicts: $(STAMP)
 
 bench-incremental: $(STAMP)
 	$(PY) bench/incremental.py $(BENCH_ARGS)
+
+# The 1% run alone, from a history saved once (BENCH_ARGS=--prepare saves it).
+bench-one-file: $(STAMP)
+	$(PY) bench/one_file.py $(BENCH_ARGS)
 
 bench-many-tables: $(STAMP)
 	$(PY) bench/many_tables.py $(BENCH_ARGS)
