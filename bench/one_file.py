@@ -14,7 +14,8 @@ checkpoint names the landing files by their full path. To compare two checkouts,
 history, for example ``python A/bench/one_file.py --out D; python B/bench/one_file.py
 --out D`` twice; the machine's noise shows in the spread of each side.
 Usage: ``python bench/one_file.py --prepare [--records N] [--tables T] [--files F] [--out D]``,
-then ``python bench/one_file.py [--out D]``.
+then ``python bench/one_file.py [--out D]`` (the generator's options count with ``--prepare``
+only: later calls run what it saved).
 """
 
 from __future__ import annotations
