@@ -10,6 +10,7 @@ from typing import Any
 
 from lakestreams.config import Channel, channel_from_dict
 from lakestreams.pipeline import run_pipeline
+from lakestreams.spark import ensure_schemas
 
 STAGES = ("bronze", "silver", "gold")
 
@@ -29,6 +30,21 @@ def bench_channel(out: Path, storage: dict[str, Any], **extra: Any) -> Channel:
          "landing": [{"name": "bench", "path": "landing/bench", "transactions": "whole_file"}], **extra},
         out,
     )
+
+
+def session_channel(spark, out: Path, schema: str) -> Channel:
+    """The generated source as channel ``schema`` under ``out/schema``, its tables in the
+    session's warehouse (``out/wh``), its landing folder made. A warehouse restored from a
+    copy has its tables registered again (``ensure_schemas``)."""
+    ch = bench_channel(out / schema, {"schema": schema, "warehouse": str(out / "wh"), "state": "state"})
+    ensure_schemas(spark, ch.storage)
+    (out / schema / "landing" / "bench").mkdir(parents=True, exist_ok=True)
+    return ch
+
+
+def queued(spark, channel: Channel) -> int:
+    """Transactions in the channel's error queue."""
+    return spark.table(channel.storage.table("gold", "error_queue").replace("`", "")).count()
 
 
 def timed_stages(spark, channel: Channel) -> dict[str, float]:

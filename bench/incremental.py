@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import bench_channel, commits, generator_args, gold_rows, last_job_id  # noqa: E402
+from common import commits, generator_args, gold_rows, last_job_id, queued, session_channel  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
-from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+from lakestreams.spark import build_session  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
 
 #: The slowest steps of each timed run (seconds; threads overlap, so they may add up to more).
@@ -85,27 +85,18 @@ def main() -> None:
     files = sorted((out / "generated" / "bench").glob("changes_*.jsonl"))
     spark = build_session(out / "wh", app_name="lakestreams-bench-incremental")
 
-    def channel(schema: str):
-        ch = bench_channel(out / schema, {"schema": schema, "warehouse": "wh", "state": "state"})
-        ensure_schemas(spark, ch.storage)
-        (out / schema / "landing" / "bench").mkdir(parents=True, exist_ok=True)
-        return ch
-
     def land(schema: str, name: str, lines: list[str]) -> None:
         (out / schema / "landing" / "bench" / name).write_text("".join(lines))
 
     last_lines = files[-1].read_text().splitlines(keepends=True)
     # In order: the history, nothing new, then the last file.
-    a = channel("inorder")
+    a = session_channel(spark, out, "inorder")
     for f in files[:-1]:
         shutil.copy(f, out / "inorder" / "landing" / "bench" / f.name)
     full_s, _ = timed_run(spark, a, "full")
     idle_s, _ = timed_run(spark, a, "idle")
     land("inorder", files[-1].name, last_lines)
     incr_s, _ = timed_run(spark, a, "one_file")
-    def queue(ch) -> int:
-        return spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).count()
-
     figures = {
         "records": counts["records"],
         "files": len(files),
@@ -116,12 +107,12 @@ def main() -> None:
         "incremental_share_pct": round(100 * (incr_s - idle_s) / (full_s - idle_s), 1),
     }
     if args.late <= 0:  # --late 0: the in-order channel only
-        correct = gold_rows(spark, a, args.tables) == counts["final_rows"] and queue(a) == 0
+        correct = gold_rows(spark, a, args.tables) == counts["final_rows"] and queued(spark, a) == 0
         print(json.dumps({**figures, "gold_rows_match_generator_and_queues_empty": correct, "work": WORK, "slowest_steps_s": STEPS},
                          indent=2))
         sys.exit(0 if correct else 1)
     # Late: a middle file's first transactions land with the last file.
-    b = channel("late")
+    b = session_channel(spark, out, "late")
     middle = files[len(files) // 2]
     held, kept = hold_back(middle.read_text().splitlines(keepends=True), int(args.late * len(last_lines)))
     for f in files[:-1]:
@@ -129,17 +120,17 @@ def main() -> None:
             shutil.copy(f, out / "late" / "landing" / "bench" / f.name)
     land("late", middle.name, kept)
     history_late_s, _ = timed_run(spark, b, "late_history")
-    queued = queue(b)
+    waiting = queued(spark, b)
     land("late", files[-1].name, last_lines)
     land("late", "late_records.jsonl", held)
     late_s, retried = timed_run(spark, b, "late")
 
-    correct = all(gold_rows(spark, ch, args.tables) == counts["final_rows"] and queue(ch) == 0 for ch in (a, b))
+    correct = all(gold_rows(spark, ch, args.tables) == counts["final_rows"] and queued(spark, ch) == 0 for ch in (a, b))
     print(json.dumps({
         **figures,
         "late_history_run_s": history_late_s,
         "late_records": len(held),
-        "waiting_in_error_queue_before": queued,
+        "waiting_in_error_queue_before": waiting,
         "late_run_s": late_s,
         "late_run_records": len(last_lines) + len(held),
         "retried_transactions": retried,

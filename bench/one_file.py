@@ -29,23 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import bench_channel, generator_args, gold_rows  # noqa: E402
+from common import generator_args, gold_rows, queued, session_channel  # noqa: E402
 from incremental import STEPS, WORK, timed_run  # noqa: E402
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
-from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
+from lakestreams.spark import build_session  # noqa: E402
 
 #: What ``--prepare`` saves beside the copy: the generator's final rows and the history's runs.
 SAVED = "prepared.json"
-
-
-def channel(spark, out: Path, schema: str):
-    """A channel of the generated source whose tables live in the session's warehouse."""
-    ch = bench_channel(out / schema, {"schema": schema, "warehouse": str(out / "wh"), "state": "state"})
-    ensure_schemas(spark, ch.storage)
-    (out / schema / "landing" / "bench").mkdir(parents=True, exist_ok=True)
-    return ch
 
 
 def main() -> None:
@@ -66,7 +58,7 @@ def main() -> None:
         subprocess.run(["cp", "-a", str(saved), str(out)], check=True)
     files = sorted((out / "generated" / "bench").glob("changes_*.jsonl"))
     spark = build_session(out / "wh", app_name="lakestreams-bench-one-file")
-    a = channel(spark, out, "inorder")
+    a = session_channel(spark, out, "inorder")
     landing = out / "inorder" / "landing" / "bench"
     if args.prepare:
         for f in files[:-1]:
@@ -83,15 +75,14 @@ def main() -> None:
         return
     prepared = json.loads((out / SAVED).read_text())
     # The JVM warmed as a history run would warm it, on a channel of its own.
-    warm = channel(spark, out, "warm")
+    warm = session_channel(spark, out, "warm")
     for f in files[:2]:
         shutil.copy(f, out / "warm" / "landing" / "bench" / f.name)
         run_pipeline(spark, warm)
     idle_s, _ = timed_run(spark, a, "idle")
     shutil.copy(files[-1], landing / files[-1].name)
     one_s, _ = timed_run(spark, a, "one_file")
-    queue = spark.table(a.storage.table("gold", "error_queue").replace("`", "")).count()
-    correct = gold_rows(spark, a, prepared["tables"]) == prepared["final_rows"] and queue == 0
+    correct = gold_rows(spark, a, prepared["tables"]) == prepared["final_rows"] and queued(spark, a) == 0
     print(json.dumps({
         "idle_run_s": idle_s,
         "one_file_run_s": one_s,
