@@ -356,9 +356,12 @@ def plan_records(spark: SparkSession, channel: Channel, lo: int, hi: int, limit:
 
 def differs(a: DataFrame, b: DataFrame) -> bool:
     """Whether two frames of the same columns hold different rows (as multisets); one
-    number reaches the driver."""
-    b = b.select(*a.columns)
-    return a.exceptAll(b).unionByName(b.exceptAll(a)).limit(1).count() > 0
+    number reaches the driver. One aggregation over both, each read once: a row's copies
+    in ``a`` count up, in ``b`` down, and any row whose count is not zero differs (two
+    ``exceptAll`` would read and shuffle each side twice)."""
+    side = "_differs_side"
+    both = a.withColumn(side, F.lit(1)).unionByName(b.select(*a.columns).withColumn(side, F.lit(-1)))
+    return both.groupBy(*a.columns).agg(F.sum(side).alias(side)).where(F.col(side) != 0).limit(1).count() > 0
 
 
 def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:

@@ -129,6 +129,8 @@ def test_differs_compares_rows_as_multisets_with_nulls(spark):
     assert differs(a, local_rows(spark, [("x", None), ("y", 1)], schema))  # one copy fewer
     assert differs(a, local_rows(spark, [("x", 0), ("y", 1), ("y", 1)], schema))  # NULL is not 0
     assert differs(local_rows(spark, [], schema), local_rows(spark, [("x", None)], schema))
+    # As many rows each side, but not as many copies of each.
+    assert differs(a, local_rows(spark, [("x", None), ("x", None), ("y", 1)], schema))
 
 
 def test_a_run_log_written_before_the_ledger_bound_reads_from_the_start_then_gains_it(spark, tmp_path):
