@@ -66,6 +66,22 @@ def last_job_id(spark, tag: str) -> int:
     return max(sc.statusTracker().getJobIdsForGroup(tag))
 
 
+def cpu_account(spark) -> dict[str, float]:
+    """Seconds of CPU spent so far, from the driver JVM's management beans and this process:
+    the whole JVM (every thread: tasks, query planning, JIT, GC), its JIT compilers, its
+    garbage collections (pause time, summed over collectors) and this Python process (dbt
+    included). The difference of two readings is where a run's time went: a JVM that keeps
+    more than one core busy for a run of N seconds is CPU-bound, one well under it waits."""
+    jvm = spark.sparkContext._jvm
+    mf = jvm.java.lang.management.ManagementFactory
+    gc_ms = sum(max(b.getCollectionTime(), 0) for b in mf.getGarbageCollectorMXBeans())
+    # The process's own CPU time (the operating system bean's is not open to Python's reflection).
+    cpu = jvm.java.lang.ProcessHandle.current().info().totalCpuDuration()
+    return {"jvm_cpu_s": cpu.get().toNanos() / 1e9 if cpu.isPresent() else float("nan"),
+            "jit_s": mf.getCompilationMXBean().getTotalCompilationTime() / 1e3,
+            "gc_s": gc_ms / 1e3, "python_cpu_s": time.process_time()}
+
+
 def commits(folder: Path) -> int:
     """Delta commits under ``folder`` (the session's warehouse holds every channel's tables)."""
     return sum(1 for p in folder.rglob("_delta_log/*.json"))

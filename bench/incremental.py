@@ -14,6 +14,9 @@ when ``--files 100``. Two channels run in one process and session:
 
 Both channels must end with the generator's final row counts and an empty error queue.
 ``--late 0`` runs the in-order channel only.
+Each timed run reports its Spark jobs, Delta commits, slowest steps and CPU seconds
+(``cpu_s``: the driver JVM's, of which JIT compiling and garbage-collection pauses, and
+this Python process's; ``common.cpu_account``).
 Usage: ``python bench/incremental.py [--records N] [--tables T] [--files F] [--late S]``.
 """
 
@@ -28,7 +31,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import commits, generator_args, gold_rows, last_job_id, queued, session_channel  # noqa: E402
+from common import (  # noqa: E402
+    commits,
+    cpu_account,
+    generator_args,
+    gold_rows,
+    last_job_id,
+    queued,
+    session_channel,
+)
 
 from lakestreams.pipeline import run_pipeline  # noqa: E402
 from lakestreams.sample import generate_bench  # noqa: E402
@@ -47,14 +58,18 @@ def timed_run(spark, channel, label: str) -> tuple[float, int]:
     # The session's warehouse holds the channel's tables (and the other channel's, idle now).
     warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
     jobs, commits_before = last_job_id(spark, f"{label}.a"), commits(warehouse)
+    cpu_before = cpu_account(spark)
     start = time.perf_counter()
     result = run_pipeline(spark, channel)
     elapsed = round(time.perf_counter() - start, 1)
+    cpu_after = cpu_account(spark)
     WORK[label] = {"spark_jobs": last_job_id(spark, f"{label}.b") - jobs - 1,
                    "delta_commits": commits(warehouse) - commits_before,
                    # Which stages ran without generated code (lakestreams.spark.interpreted).
                    "interpreted": {"silver": [r.interpreted for r in result.silver],
-                                   "plan": bool(result.plan and result.plan.interpreted)}}
+                                   "plan": bool(result.plan and result.plan.interpreted)},
+                   # Where the run's seconds went (bench.common.cpu_account).
+                   "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}}
     spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
     STEPS[label] = {k: round(v, 1) for k, v in spent[:10] if v >= 0.05}
     return elapsed, result.retried
