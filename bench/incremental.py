@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -48,6 +49,8 @@ from lakestreams.timing import TOTALS  # noqa: E402
 
 #: The slowest steps of each timed run (seconds; threads overlap, so they may add up to more).
 STEPS: dict[str, dict[str, float]] = {}
+#: How many of a run's slowest steps it reports (LAKESTREAMS_BENCH_STEPS, default 10).
+SHOWN_STEPS = int(os.environ.get("LAKESTREAMS_BENCH_STEPS", "10"))
 #: Spark jobs and Delta commits of each timed run (what a run costs whatever its rows), and
 #: which of its stages ran without generated code.
 WORK: dict[str, dict] = {}
@@ -71,7 +74,7 @@ def timed_run(spark, channel, label: str) -> tuple[float, int]:
                    # Where the run's seconds went (bench.common.cpu_account).
                    "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}}
     spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
-    STEPS[label] = {k: round(v, 1) for k, v in spent[:10] if v >= 0.05}
+    STEPS[label] = {k: round(v, 1) for k, v in spent[:SHOWN_STEPS] if v >= 0.05}
     return elapsed, result.retried
 
 
