@@ -229,25 +229,31 @@ def judge_values(
     rows = rows.select("*", *cur.values())
     error, dropped, res, _ = _judge({f: F.col(f) for f in fields}, {c: F.col(f"_cur{i}") for i, c in enumerate(cols)},
                                     policy, label)
+    # A decided change (applied history of a re-folded key) stays applied whole whatever
+    # it meets; its error only says the new changes contradict it.
+    cerr = F.when(F.col("_judged"), error)
+    drops = F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>"))
+    # ``_uneven``: the incarnation holds a change that fails or loses columns. Found by a
+    # window over the incarnation, in the same checkpoint (the rows are partitioned by it
+    # already): the fold below selects by it, where a distinct frame of such incarnations
+    # joined three times would cost a shuffle and a broadcast per join.
+    # It reads the judged columns, so the judging is not repeated in its tree.
+    uneven = (F.col("_cerr").isNotNull() & ~F.col("_decided")) | (F.size("_dropped") > 0)
     with step("plan.values.window"):
         judged = rows.select(
             *[c for c in rows.columns if not c.startswith("_cur")],
-            F.when(F.col("_judged"), error).alias("_cerr"),
-            F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>")).alias("_dropped"),
+            cerr.alias("_cerr"), drops.alias("_dropped"),
             F.when(F.col("_judged"), res).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>")).alias("_resolutions"),
-        ).localCheckpoint()
-    # A decided change (applied history of a re-folded key) stays applied whole whatever
-    # it meets; its error only says the new changes contradict it.
-    failing = F.col("_cerr").isNotNull() & ~F.col("_decided")
-    uneven = judged.where(failing | (F.size("_dropped") > 0)).select("_root").distinct()
+        ).withColumn("_uneven", F.max(uneven).over(Window.partitionBy("_root"))).localCheckpoint()
+    kept = [c for c in judged.columns if c != "_uneven"]
     with step("plan.values.uneven"):
-        has_uneven = uneven.limit(1).count() > 0
+        has_uneven = judged.where("_uneven").limit(1).count() > 0
     if has_uneven:
         # Where a change fails or loses columns, what the next one meets depends on it:
         # those incarnations (they hold a conflict) are folded in order, a failing change
         # leaving the row as it was.
-        row = F.struct(*[F.col(c) for c in judged.columns])
-        per_root = judged.join(uneven, "_root", "left_semi").groupBy("_root").agg(
+        row = F.struct(*[F.col(c) for c in kept])
+        per_root = judged.where("_uneven").groupBy("_root").agg(
             F.first(F.when(F.col("_above"), F.col("_b")), True).alias("_b0"),
             F.array_sort(F.collect_list(row), lambda a, b: F.when(a["_seq"] < b["_seq"], -1)
                          .when(a["_seq"] > b["_seq"], 1).otherwise(0)).alias("_changes"),
@@ -264,9 +270,15 @@ def judge_values(
             return F.struct(state.alias("cur"), F.concat(acc["out"], F.array(out)).alias("out"))
 
         zero = F.struct(F.col("_b0").alias("cur"), F.array().cast(f"ARRAY<{JUDGED}>").alias("out"))
-        folded = per_root.select(F.explode(F.aggregate("_changes", zero, fold)["out"]).alias("j")).select("j.*")
-        redo = judged.join(uneven, "_root", "left_semi").drop("_cerr", "_dropped", "_resolutions").join(folded, "_seq")
-        judged = judged.join(uneven, "_root", "left_anti").unionByName(redo.select(*judged.columns)).localCheckpoint()
+        # The fold judges the changes in the order it holds them: its n-th judgement is the
+        # n-th change's, so the two arrays zip back into rows (no join with the changes).
+        folded = per_root.select(F.explode(F.arrays_zip(
+            "_changes", F.aggregate("_changes", zero, fold)["out"].alias("_out"))).alias("_z"))
+        judgement = ("_cerr", "_dropped", "_resolutions")
+        redo = folded.select(*[F.col("_z._out" if c in judgement else "_z._changes")[c].alias(c) for c in kept])
+        judged = judged.where(~F.col("_uneven")).select(*kept).unionByName(redo).localCheckpoint()
+    else:
+        judged = judged.select(*kept)  # a projection of the checkpoint
     # A projection of the checkpoint: no further job.
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],
