@@ -229,15 +229,12 @@ def judge_values(
     rows = rows.select("*", *cur.values())
     error, dropped, res, _ = _judge({f: F.col(f) for f in fields}, {c: F.col(f"_cur{i}") for i, c in enumerate(cols)},
                                     policy, label)
-    # A decided change (applied history of a re-folded key) stays applied whole whatever
-    # it meets; its error only says the new changes contradict it.
     cerr = F.when(F.col("_judged"), error)
     drops = F.when(F.col("_judged"), dropped).otherwise(F.array().cast("array<string>"))
-    # ``_uneven``: the incarnation holds a change that fails or loses columns. Found by a
-    # window over the incarnation, in the same checkpoint (the rows are partitioned by it
-    # already): the fold below selects by it, where a distinct frame of such incarnations
-    # joined three times would cost a shuffle and a broadcast per join.
-    # It reads the judged columns, so the judging is not repeated in its tree.
+    # ``_uneven``: the incarnation holds a change that fails or loses columns; a window in
+    # the same checkpoint (the rows are partitioned by incarnation already), over the judged
+    # columns so the judging is not repeated. A decided change (applied history of a
+    # re-folded key) stays applied whole whatever it meets: its error does not fail it.
     uneven = (F.col("_cerr").isNotNull() & ~F.col("_decided")) | (F.size("_dropped") > 0)
     with step("plan.values.window"):
         judged = rows.select(
@@ -277,9 +274,7 @@ def judge_values(
         judgement = ("_cerr", "_dropped", "_resolutions")
         redo = folded.select(*[F.col("_z._out" if c in judgement else "_z._changes")[c].alias(c) for c in kept])
         judged = judged.where(~F.col("_uneven")).select(*kept).unionByName(redo).localCheckpoint()
-    else:
-        judged = judged.select(*kept)  # a projection of the checkpoint
-    # A projection of the checkpoint: no further job.
+    # A projection of the checkpoint (``_uneven`` left out): no further job.
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],
         F.array_except("_new_present", "_dropped").alias("_new_present"),
