@@ -76,16 +76,21 @@ def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: 
     append(df, table, app_id, version, merge_schema)
 
 
-def table_names(spark: SparkSession, storage: Storage, layer: str) -> set[str]:
-    """The names of a layer's tables and views (temporary views left out), as the catalog
-    keeps them (lower case). One SHOW TABLES statement, whose rows reach the driver in one
-    call: ``spark.catalog.listTables`` makes a few py4j calls per table, which a channel of
-    many quiet tables paid on every run (0.35 s a listing at 80 tables)."""
+def table_names(spark: SparkSession, storage: Storage, layer: str, views: bool = True) -> set[str]:
+    """The names of a layer's tables and views (temporary views left out; ``views=False``:
+    its persistent views too), as the catalog keeps them (lower case). SHOW statements,
+    whose rows reach the driver in one call: ``spark.catalog.listTables`` makes a few py4j
+    calls per table, which a channel of many quiet tables paid on every run (0.35 s a
+    listing at 80 tables), and it cannot decode its rows where expressions are not compiled
+    (``spark.sql.codegen.factoryMode=NO_CODEGEN``, as ``lakestreams.spark.interpreted``
+    sets it: Spark's EXPRESSION_DECODING_FAILED on ``catalog.Table``)."""
     # With a catalog, ensure_schemas made it the session's: the schema name is enough. It is
     # an identifier checked when the channel was loaded. One row per table: metadata.
-    rows = spark.sql(f"SHOW TABLES IN `{storage.schema_name(layer)}`").where("NOT isTemporary").select(
-        "tableName").collect()
-    return {r[0] for r in rows}
+    schema = storage.schema_name(layer)
+    names = {r[0] for r in spark.sql(f"SHOW TABLES IN `{schema}`").where("NOT isTemporary").select("tableName").collect()}
+    if not views:
+        names -= {r[0] for r in spark.sql(f"SHOW VIEWS IN `{schema}`").where("NOT isTemporary").select("viewName").collect()}
+    return names
 
 
 def create_missing_tables(spark: SparkSession, storage: Storage, layer: str, tables: Sequence[tuple[str, str]]) -> None:

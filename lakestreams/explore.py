@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakestreams.config import Channel
+from lakestreams.delta_io import table_names
 
 CELL = "# COMMAND ----------"
 HEADER = "# Databricks notebook source"
@@ -78,11 +79,9 @@ def layer_tables(spark: SparkSession, channel: Channel) -> DataFrame:
             schema = f"{channel.storage.catalog}.{schema}"
         if not spark.catalog.databaseExists(schema):
             continue
-        for t in spark.catalog.listTables(schema):
-            if t.isTemporary or t.tableType == "VIEW":
-                continue
-            parts.append(spark.table(channel.storage.table(layer, t.name).replace("`", ""))
-                         .select(F.lit(layer).alias("layer"), F.lit(t.name).alias("table"))
+        for name in sorted(table_names(spark, channel.storage, layer, views=False)):
+            parts.append(spark.table(channel.storage.table(layer, name).replace("`", ""))
+                         .select(F.lit(layer).alias("layer"), F.lit(name).alias("table"))
                          .groupBy("layer", "table").count().withColumnRenamed("count", "rows"))
     if not parts:
         return spark.createDataFrame([], "layer STRING, table STRING, rows BIGINT")

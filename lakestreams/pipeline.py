@@ -289,12 +289,10 @@ def gold_summary(spark: SparkSession, channel: Channel) -> list[GoldTableSummary
         for r in spark.table(progress_name).groupBy("target", "source_database").agg(F.max("applied_scn").alias("scn")).collect()
     }
     out = []
-    for t in sorted(spark.catalog.listTables(st.schema_name("gold")), key=lambda t: t.name):
-        if t.name in GOLD_META_TABLES or t.tableType == "VIEW":
-            continue
-        rows = spark.table(st.table("gold", t.name).replace("`", "")).count()
-        applied = sorted((src, scn) for (tgt, src), scn in latest.items() if tgt == t.name)
-        out.append(GoldTableSummary(t.name, rows, applied))
+    for name in sorted(table_names(spark, st, "gold", views=False) - set(GOLD_META_TABLES)):
+        rows = spark.table(st.table("gold", name).replace("`", "")).count()
+        applied = sorted((src, scn) for (tgt, src), scn in latest.items() if tgt == name)
+        out.append(GoldTableSummary(name, rows, applied))
     return out
 
 
