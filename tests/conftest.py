@@ -9,12 +9,19 @@ from pathlib import Path
 import pytest
 
 from lakestreams.config import Channel, channel_from_dict
+from lakestreams.delta_io import table_names
 
 # A fault point asked for in the caller's shell would kill pytest itself: only the fault
 # suite's subprocesses get one.
 os.environ.pop("LAKESTREAMS_KILL_AT", None)
 os.environ.setdefault("LAKESTREAMS_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("LAKESTREAMS_DRIVER_MEMORY", "4g")
+# Test data is small everywhere, as the product's small batches and plans are (they run
+# without generated code, ``lakestreams.spark.interpreted``): the whole session, and the
+# processes the tests start, run so. Generating and compiling code per query cost a test
+# pipeline run 10% of its time (three channels, runs alternated in one session). The tests
+# of ``interpreted`` and ``compiled_expressions`` set what they check themselves.
+os.environ.setdefault("LAKESTREAMS_SPARK_CONF", "spark.sql.codegen.wholeStage=false;spark.sql.codegen.factoryMode=NO_CODEGEN")
 
 REPO = Path(__file__).resolve().parents[1]
 #: ``LAKESTREAMS_TESTS=all`` (``make test-all``) also runs the tests marked ``extended``:
@@ -101,8 +108,6 @@ def table_versions(spark, channel: Channel) -> dict[str, int]:
     out = {}
     for layer in ("bronze", "silver", "gold"):
         schema = channel.storage.schema_name(layer)
-        for t in spark.catalog.listTables(schema):
-            if t.tableType == "VIEW":
-                continue
-            out[f"{schema}.{t.name}"] = spark.sql(f"DESCRIBE HISTORY `{schema}`.`{t.name}` LIMIT 1").first()["version"]
+        for name in table_names(spark, channel.storage, layer, views=False):
+            out[f"{schema}.{name}"] = spark.sql(f"DESCRIBE HISTORY `{schema}`.`{name}` LIMIT 1").first()["version"]
     return out

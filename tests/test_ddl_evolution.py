@@ -16,6 +16,7 @@ from gold import structure
 from gold.snapshot import pending_refreshes
 from lakestreams.audit import run_audit
 from lakestreams.config import Channel
+from lakestreams.delta_io import table_names
 from lakestreams.pipeline import evolve_gold, format_ddl_log, format_evolution, run_pipeline
 from silver.changes import change_table_name
 from silver.evolution import structure_scn
@@ -455,7 +456,7 @@ def test_ddl_the_apply_rules_discard_changes_the_source_dictionary_only(spark, e
 
 def test_add_table_pattern_decides_which_new_tables_join_the_channel(spark, evolved):
     ch = evolved.channel
-    made = {t.name for t in spark.catalog.listTables(ch.storage.schema_name("gold"))}
+    made = table_names(spark, ch.storage, "gold")
     assert {TAB_1.gold_table, TMP_X.gold_table, TAB_Z.gold_table, TAB_OUT.gold_table} <= made
     assert not {TMP_Y.gold_table, TMP_Z.gold_table, TMP_OUT.gold_table} & made
     # TAB_Z holds what came after the rename only; TAB_OUT what came before it.

@@ -22,6 +22,7 @@ from records import REGIONS_DDL, SRC, Txn
 
 from gold.plan import GOLD_META_TABLES
 from lakestreams.config import channel_from_dict
+from lakestreams.delta_io import table_names
 from lakestreams.errors import DdlError, ReplicationError
 from lakestreams.pipeline import run_pipeline
 from lakestreams.spark import ensure_schemas
@@ -605,10 +606,10 @@ def test_no_table_but_the_intended_one_is_read_or_changed(spark, tmp_path):
     assert {name.replace("`", ""): _version(spark, name) for name in names} == before
     for name in names:
         assert_df_equality(spark.table(name.replace("`", "")), secret)
-    gold_schema, silver_schema = ch.storage.schema_name("gold"), ch.storage.schema_name("silver")
-    gold_tables = {t.name for t in spark.catalog.listTables(gold_schema) if t.tableType != "VIEW"}
+    gold_schema = ch.storage.schema_name("gold")
+    gold_tables = table_names(spark, ch.storage, "gold", views=False)
     assert gold_tables - set(GOLD_META_TABLES) == {"hr__regions", "hr__secrets"}
-    change_tables = {t.name for t in spark.catalog.listTables(silver_schema) if t.name.startswith("chg__")}
+    change_tables = {t for t in table_names(spark, ch.storage, "silver") if t.startswith("chg__")}
     assert change_tables == {"chg__dbs1_example_com__hr__regions", "chg__dbs1_example_com__hr__secrets"}
 
     gold = spark.table(f"{gold_schema}.hr__regions").select("REGION_ID", "REGION_NAME", "NOTE", "NOTE2")

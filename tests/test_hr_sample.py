@@ -15,6 +15,7 @@ from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
 from lakestreams.config import channel_from_dict
+from lakestreams.delta_io import table_names
 from lakestreams.errors import ApplyError
 from lakestreams.pipeline import run_pipeline
 from lakestreams.sample import generate_hr_sample
@@ -169,10 +170,10 @@ def test_status_per_table_and_source(spark, hr):
     assert any(s.oldest_pending_scn is not None for s in status.sources)
     silver = ch.storage.schema_name("silver")
     newest = {}
-    for t in spark.catalog.listTables(silver):
-        if t.name.startswith("chg__"):
-            row = spark.table(f"{silver}.{t.name}").agg(F.max("_commit_scn"), F.first("_source_database")).first()
-            newest[(t.name.split("__", 2)[2], row[1])] = row[0]
+    for name in table_names(spark, ch.storage, "silver"):
+        if name.startswith("chg__"):
+            row = spark.table(f"{silver}.{name}").agg(F.max("_commit_scn"), F.first("_source_database")).first()
+            newest[(name.split("__", 2)[2], row[1])] = row[0]
     assert {(t.target, t.source_database): t.applied_scn for t in status.tables} == newest
     assert all(t.waiting == 0 and t.errors == 0 and t.last_ddl.endswith("CREATE TABLE → ADD") for t in status.tables)
 

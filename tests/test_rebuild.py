@@ -19,7 +19,7 @@ import lakestreams.rebuild as rebuild_module
 from lakestreams.audit import run_audit
 from lakestreams.cli import main
 from lakestreams.config import load_channel
-from lakestreams.delta_io import drop_table
+from lakestreams.delta_io import drop_table, table_names
 from lakestreams.errors import ConfigError, ReplicationError
 from lakestreams.pipeline import run_pipeline
 from lakestreams.rebuild import find_scope, rebuild
@@ -119,9 +119,9 @@ def versions(spark, channel, names):
 
 def assert_same_replica(spark, actual, expected):
     st = actual.storage
-    tables = sorted(t.name for t in spark.catalog.listTables(st.schema_name("gold")))
-    assert tables == sorted(t.name for t in spark.catalog.listTables(expected.storage.schema_name("gold")))
-    views = {t.name for t in spark.catalog.listTables(st.schema_name("gold")) if t.tableType == "VIEW"}
+    tables = sorted(table_names(spark, st, "gold"))
+    assert tables == sorted(table_names(spark, expected.storage, "gold"))
+    views = set(tables) - table_names(spark, st, "gold", views=False)
     for t in tables:
         # Progress, watermarks and conflict logs carry plan ids and times; views show tables.
         if t in views or t in ("apply_progress", "apply_watermarks", "apply_conflicts"):

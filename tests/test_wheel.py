@@ -18,6 +18,7 @@ import yaml
 from conftest import REPO
 
 from lakestreams.config import load_channel
+from lakestreams.delta_io import table_names
 from lakestreams.spark import ensure_schemas
 from lakestreams.status import channel_status
 
@@ -191,7 +192,7 @@ def test_the_replication_job_runs_from_the_wheel(spark, replicated):
     # The DDL step ran before gold had tables: nothing to change.
     assert "no DDL to apply" in runs["evolve"].stdout
     assert "accounting          balanced" in runs["audit"].stdout
-    gold = {t.name for t in spark.catalog.listTables(ch.storage.schema_name("gold"))}
+    gold = table_names(spark, ch.storage, "gold")
     assert GOLD_TABLES <= gold
     status = channel_status(spark, ch)
     assert {t.target for t in status.tables} == GOLD_TABLES
