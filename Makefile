@@ -3,6 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The suite runs in TEST_WORKERS pytest processes (pytest-xdist), a module per worker at a
+# time (module fixtures share their pipeline runs). A pipeline run keeps about one core
+# busy (the driver plans query after query), so two workers fill a two-core machine; each
+# worker starts a Spark JVM of LAKESTREAMS_DRIVER_MEMORY (tests: 4g).
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge lint clean
 
@@ -17,12 +23,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # The core tests and the extended end-to-end variations, the fault suite at every point.
 test-all: $(STAMP)
 	$(VENV)/bin/ruff check .
-	LAKESTREAMS_TESTS=all LAKESTREAMS_FAULT_POINTS=all $(PY) -m pytest -q
+	LAKESTREAMS_TESTS=all LAKESTREAMS_FAULT_POINTS=all $(PYTEST)
 
 faults: $(STAMP)
 	LAKESTREAMS_TESTS=all LAKESTREAMS_FAULT_POINTS=all $(PY) -m pytest -q tests/test_faults.py tests/test_runlock.py
