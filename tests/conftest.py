@@ -41,11 +41,11 @@ def pytest_report_header(config):
             "tests: core; `make test-all` (LAKESTREAMS_TESTS=all) adds the extended end-to-end variations")
 
 
-#: The modules whose pipeline runs cost most, costliest first (a two-worker run's seconds
-#: per module: 760, 640, 460, 460, 400, 390, 330, 300, 290, 240, 230, 210, 180, 170, 150,
-#: 120, 70, 70); the others follow in their own order. ``make test`` hands its workers whole
-#: modules in collection order, so the long ones start first and the run does not end on one
-#: worker finishing a long module alone.
+#: The modules whose pipeline runs cost most, costliest first (seconds per module in a run
+#: of the suite in one process, the machine shared: 760, 640, 460, 460, 400, 390, 330, 300,
+#: 290, 240, 230, 210, 180, 170, 150, 120, 70, 70); the others follow in their own order.
+#: ``make test`` hands its workers whole modules in collection order, so the long ones start
+#: first and the run does not end on one worker finishing a long module alone.
 COSTLY_FIRST = (
     "test_ddl_evolution", "test_faults", "test_late_records", "test_apply_scenarios", "test_scenarios_as_data",
     "test_wheel", "test_history_targets", "test_error_queue", "test_ddl_processing", "test_hr_sample",
