@@ -84,12 +84,13 @@ def table_names(spark: SparkSession, storage: Storage, layer: str, views: bool =
     listing at 80 tables), and it cannot decode its rows where expressions are not compiled
     (``spark.sql.codegen.factoryMode=NO_CODEGEN``, as ``lakestreams.spark.interpreted``
     sets it: Spark's EXPRESSION_DECODING_FAILED on ``catalog.Table``)."""
-    # With a catalog, ensure_schemas made it the session's: the schema name is enough. It is
-    # an identifier checked when the channel was loaded. One row per table: metadata.
-    schema = storage.schema_name(layer)
-    names = {r[0] for r in spark.sql(f"SHOW TABLES IN `{schema}`").where("NOT isTemporary").select("tableName").collect()}
+    # Catalog and schema are identifiers checked when the channel was loaded; named in full,
+    # whatever catalog the session is in (a notebook's listing, explore.layer_tables).
+    # One row per table: metadata.
+    schema = ".".join(f"`{p}`" for p in (storage.catalog, storage.schema_name(layer)) if p)
+    names = {r[0] for r in spark.sql(f"SHOW TABLES IN {schema}").where("NOT isTemporary").select("tableName").collect()}
     if not views:
-        names -= {r[0] for r in spark.sql(f"SHOW VIEWS IN `{schema}`").where("NOT isTemporary").select("viewName").collect()}
+        names -= {r[0] for r in spark.sql(f"SHOW VIEWS IN {schema}").where("NOT isTemporary").select("viewName").collect()}
     return names
 
 

@@ -3,6 +3,7 @@ layer's table names from one catalog statement."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal
 
@@ -78,6 +79,10 @@ def test_table_names_are_the_layers_tables_and_views_not_temporary_views(spark, 
         # Listed again, nothing is created twice.
         create_missing_tables(spark, ch.storage, "gold", (("apply_progress", "n BIGINT"),))
         assert table_names(spark, ch.storage, "gold") == {"apply_progress", "other", "v"}
+        assert table_names(spark, ch.storage, "gold", views=False) == {"apply_progress", "other"}
+        # A catalog is named in the statement, whatever catalog the session is in.
+        in_catalog = dataclasses.replace(ch.storage, catalog="spark_catalog")
+        assert table_names(spark, in_catalog, "gold", views=False) == {"apply_progress", "other"}
     finally:
         spark.catalog.dropTempView("temporary_one")
 
