@@ -560,6 +560,25 @@ MAX_CONFLICT_ROUNDS = 16
 PLAN_THREADS = 4
 
 
+def failed_transactions(failed: DataFrame) -> DataFrame | None:
+    """The (source database, transaction id) of ``failed`` (a checkpoint), or None when no
+    transaction failed: the common case, whose changes then need no join with them (each
+    such join is a broadcast, a Spark job, in every place a target's plan reads its changes)."""
+    return None if failed.isEmpty() else failed.select("_source_database", "_transaction_id")
+
+
+def without_failed(changes: DataFrame, bad: DataFrame | None) -> DataFrame:
+    """``changes`` but those of the transactions ``bad`` (``failed_transactions``) names."""
+    return changes if bad is None else changes.join(bad, ["_source_database", "_transaction_id"], "left_anti")
+
+
+def with_failed_flag(changes: DataFrame, bad: DataFrame | None) -> DataFrame:
+    """``changes`` with ``_failed``: true where ``bad`` names its transaction, else NULL."""
+    if bad is None:
+        return changes.withColumn("_failed", F.lit(None).cast("boolean"))
+    return changes.join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left")
+
+
 def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
     first = Window.partitionBy("_source_database", "_transaction_id").orderBy(
         F.col("failing_record").isNull(), F.col("_position").asc_nulls_last(), "_error"
@@ -872,12 +891,11 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     error_specs = {m: specs for m, specs in error_specs.items() if specs}
     handled: dict[str, DataFrame] = {}  # per target: what its error handlers returned and consumed
     handler_defaults_of: dict[str, list] = {}  # per target: what its error handlers' INSERTs take
+    bad = failed_transactions(failed)
     for _ in range(MAX_CONFLICT_ROUNDS):
-        bad = failed.select("_source_database", "_transaction_id")
-
-        def plan_target(t: tuple, bad: DataFrame = bad) -> tuple[str, DataFrame, DataFrame]:
+        def plan_target(t: tuple, bad: DataFrame | None = bad) -> tuple[str, DataFrame, DataFrame]:
             _owner, _name, tdef, model, changes, sources = t
-            ok = with_keys(changes.join(bad, ["_source_database", "_transaction_id"], "left_anti").where("_error IS NULL"), tdef)
+            ok = with_keys(without_failed(changes, bad).where("_error IS NULL"), tdef)
             gold = st.table("gold", model)
             tinst = partial(with_inst_literals, inst_rows=inst_rows, sources=sources)
 
@@ -926,17 +944,14 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                 plans[model], conflicts[model], truncated[model] = judged, found, truncs
         if not conflicts:
             break
-        found = (
-            reduce(DataFrame.unionByName, conflicts.values())
-            .join(bad, ["_source_database", "_transaction_id"], "left_anti")
-            .localCheckpoint()
-        )
+        found = without_failed(reduce(DataFrame.unionByName, conflicts.values()), bad).localCheckpoint()
         rows = first_failures(found).localCheckpoint()
         rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel, handler_defaults_of)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
         if new.limit(1).count() == 0 and not redo:
             break
         failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
+        bad = failed_transactions(failed)
         # Targets touched by a newly failed transaction; only their names reach the driver
         # (one row per target: metadata).
         touched = reduce(DataFrame.unionByName, [
@@ -984,7 +999,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     whole = resumed and plan_written(spark, channel, plan_id)
     with step("plan.error_queue"):
         # No failed transaction: the ledger is not read (and no empty version committed).
-        if not whole and failed.limit(1).count() > 0:
+        if not whole and bad is not None:
             append(entries, st.table("gold", "error_queue"), "gold.error_queue", plan_id)
     # What error handlers returned and consumed, kept so re-folds read applied history as applied.
     for model, out in sorted(handled.items() if not whole else ()):
@@ -993,7 +1008,6 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                    st.table("silver", handled_table_name(model)), f"gold.handled.{model}", plan_id)
     # 3. Write each target's plan table; its dbt model applies it. Resolved update
     #    conflicts are logged with the method and what it decided.
-    bad = failed.select("_source_database", "_transaction_id")
     if targets and not whole:
         resolved = reduce(DataFrame.unionByName, [resolutions(plans[t[3]], plan_id, t[3]) for t in targets])
         with step("plan.conflicts"):
@@ -1076,8 +1090,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     # record, which silver counted as DDL: it is not counted again. DDL-sized.
     from_ddl = ddl_made_changes(spark, channel)
     bucketed = [
-        part.join(from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti")
-        .join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left").select(
+        with_failed_flag(part.join(from_ddl, ["_source_database", "_transaction_id", "_position"], "left_anti"), bad).select(
             "_source_database", "_transaction_id", "owner", "table_name",
             F.when(F.col("_failed").isNotNull() | F.col("_error").isNotNull(), "error")
             .when(F.col("_handled"), "handled")

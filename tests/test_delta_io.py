@@ -138,6 +138,24 @@ def test_differs_compares_rows_as_multisets_with_nulls(spark):
     assert differs(a, local_rows(spark, [("x", None), ("x", None), ("y", 1)], schema))
 
 
+def test_a_plan_without_failed_transactions_joins_nothing_and_one_with_them_drops_and_flags_theirs(spark):
+    from gold.plan import failed_transactions, with_failed_flag, without_failed
+
+    keys = "_source_database STRING, _transaction_id STRING"
+    changes = local_rows(spark, [("A", "1.1", 1), ("A", "1.2", 2), ("B", "1.1", 3)], f"{keys}, v INT")
+    failed = local_rows(spark, [("A", "1.1", "ORA-01403")], f"{keys}, _error STRING")
+    assert failed_transactions(failed.limit(0)) is None
+    assert without_failed(changes, None) is changes  # no join: the same plan
+    assert_df_equality(with_failed_flag(changes, None).select("v", "_failed"),
+                       local_rows(spark, [(1, None), (2, None), (3, None)], "v INT, _failed BOOLEAN"), ignore_row_order=True)
+    bad = failed_transactions(failed)
+    # Only source A's transaction 1.1 failed: B's 1.1 is another transaction.
+    assert_df_equality(without_failed(changes, bad).select("v"), local_rows(spark, [(2,), (3,)], "v INT"),
+                       ignore_row_order=True)
+    assert_df_equality(with_failed_flag(changes, bad).select("v", "_failed"),
+                       local_rows(spark, [(1, True), (2, None), (3, None)], "v INT, _failed BOOLEAN"), ignore_row_order=True)
+
+
 def test_a_run_log_written_before_the_ledger_bound_reads_from_the_start_then_gains_it(spark, tmp_path):
     from lakestreams.delta_io import log_state
     from silver.run import DONE_ROW, RUN_ROW, open_from
