@@ -560,23 +560,27 @@ MAX_CONFLICT_ROUNDS = 16
 PLAN_THREADS = 4
 
 
+#: What names a transaction in the plan's frames.
+TXN_KEY = ("_source_database", "_transaction_id")
+
+
 def failed_transactions(failed: DataFrame) -> DataFrame | None:
     """The (source database, transaction id) of ``failed`` (a checkpoint), or None when no
     transaction failed: the common case, whose changes then need no join with them (each
     such join is a broadcast, a Spark job, in every place a target's plan reads its changes)."""
-    return None if failed.isEmpty() else failed.select("_source_database", "_transaction_id")
+    return None if failed.isEmpty() else failed.select(*TXN_KEY)
 
 
 def without_failed(changes: DataFrame, bad: DataFrame | None) -> DataFrame:
     """``changes`` but those of the transactions ``bad`` (``failed_transactions``) names."""
-    return changes if bad is None else changes.join(bad, ["_source_database", "_transaction_id"], "left_anti")
+    return changes if bad is None else changes.join(bad, list(TXN_KEY), "left_anti")
 
 
 def with_failed_flag(changes: DataFrame, bad: DataFrame | None) -> DataFrame:
     """``changes`` with ``_failed``: true where ``bad`` names its transaction, else NULL."""
     if bad is None:
         return changes.withColumn("_failed", F.lit(None).cast("boolean"))
-    return changes.join(bad.withColumn("_failed", F.lit(True)), ["_source_database", "_transaction_id"], "left")
+    return changes.join(bad.withColumn("_failed", F.lit(True)), list(TXN_KEY), "left")
 
 
 def _first_error_per_transaction(failures: DataFrame) -> DataFrame:
@@ -948,10 +952,12 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         rows = first_failures(found).localCheckpoint()
         rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel, handler_defaults_of)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
-        if new.limit(1).count() == 0 and not redo:
+        failed_more = new.limit(1).count() > 0
+        if not failed_more and not redo:
             break
-        failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
-        bad = failed_transactions(failed)
+        if failed_more:  # the failed set gains them: not empty, no need to ask again
+            failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
+            bad = failed.select(*TXN_KEY)
         # Targets touched by a newly failed transaction; only their names reach the driver
         # (one row per target: metadata).
         touched = reduce(DataFrame.unionByName, [
