@@ -159,6 +159,17 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         .config("spark.ui.retainedJobs", "50")
         .config("spark.ui.retainedStages", "50")
         .config("spark.ui.retainedTasks", "2000")
+        # Delta's default log store for file: paths renames each commit through Hadoop's
+        # FileContext, which (without Hadoop's native library, as pip's PySpark ships) starts
+        # a `readlink` process per path it checks: 3,008 of the 4,631 processes a profiled
+        # bench/one_file.py run started. The local-file log store renames through the
+        # FileSystem API (no process) and serialises commits within the JVM; across
+        # processes neither store's put-if-absent is atomic on a local disk, and a channel's
+        # runs hold its run lock. 80 appends of 10 rows started 648 `readlink` processes
+        # against 1,360; 60 timed appends took 363 ms a commit against 404 ms (mean of
+        # seven processes each way, alternated). Delta's version checksums still rename
+        # through FileContext.
+        .config("spark.delta.logStore.file.impl", "io.delta.storage.LocalLogStore")
         # Small local tables: Delta's default 50 snapshot partitions cost more than they save.
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.adaptive.enabled", "true")

@@ -103,6 +103,22 @@ def test_the_local_driver_runs_the_throughput_collector_unless_told_otherwise(sp
     assert (names == {"PS Scavenge", "PS MarkSweep"}) == (not chosen or DEFAULT_GC in chosen), names
 
 
+def test_the_local_session_commits_delta_logs_through_the_local_file_store(spark, tmp_path):
+    # Delta's default store for file: paths starts a readlink process per path checked at
+    # each commit (no native Hadoop library here); LAKESTREAMS_SPARK_CONF may choose another.
+    from lakestreams.spark import extra_spark_conf
+
+    key = "spark.delta.logStore.file.impl"
+    asked = extra_spark_conf(os.environ.get("LAKESTREAMS_SPARK_CONF", "")).get(key, "io.delta.storage.LocalLogStore")
+    assert spark.conf.get(key) == asked
+    path = str(tmp_path / "t")
+    for _ in range(2):
+        spark.range(3).write.format("delta").mode("append").save(path)
+    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").glob("*.json")) == [
+        "00000000000000000000.json", "00000000000000000001.json"]
+    assert spark.read.format("delta").load(path).count() == 6
+
+
 def test_the_local_session_builds_column_expressions_without_recording_python_call_sites(spark):
     # PySpark's DataFrame debugging makes several JVM calls per Column call; a plan builds
     # thousands. What PySpark itself reads (cached per process) is what the session set.
