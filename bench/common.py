@@ -4,13 +4,17 @@ files, the pipeline's stages timed one by one, and the gold row counts to check.
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from lakestreams.config import Channel, channel_from_dict
 from lakestreams.pipeline import run_pipeline
 from lakestreams.spark import ensure_schemas
+from lakestreams.timing import listening
 
 STAGES = ("bronze", "silver", "gold")
 
@@ -82,9 +86,62 @@ def cpu_account(spark) -> dict[str, float]:
             "gc_s": gc_ms / 1e3, "python_cpu_s": time.process_time()}
 
 
+def commit_files(folder: Path) -> set[Path]:
+    """Delta commit files under ``folder`` (the session's warehouse holds every channel's
+    tables): two readings' difference is what a run committed."""
+    return set(folder.rglob("_delta_log/*.json"))
+
+
 def commits(folder: Path) -> int:
-    """Delta commits under ``folder`` (the session's warehouse holds every channel's tables)."""
-    return sum(1 for p in folder.rglob("_delta_log/*.json"))
+    """Delta commits under ``folder``."""
+    return len(commit_files(folder))
+
+
+#: What ``merge_metrics`` sums of each MERGE's ``operationMetrics`` (times in ms).
+MERGE_METRICS = ("executionTimeMs", "materializeSourceTimeMs", "scanTimeMs", "rewriteTimeMs", "numSourceRows",
+                 "numTargetRowsCopied", "numTargetFilesRemoved", "numTargetFilesAdded", "numTargetDeletionVectorsAdded")
+
+
+def merge_metrics(new_commits: set[Path]) -> dict[str, float]:
+    """Delta's own account of the MERGEs among ``new_commits`` (commit files; gold's apply
+    is one MERGE per busy replica), summed over them: how many, their execution time and
+    its parts (materialising the source, scanning for matches, rewriting files) in seconds,
+    and the rows and files they read, copied and wrote. MERGEs that ran side by side
+    overlap, so the seconds may add up to more than the run's step took."""
+    out: dict[str, float] = {"merges": 0, **dict.fromkeys(MERGE_METRICS, 0)}
+    for path in new_commits:
+        for line in path.read_text().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info and info.get("operation") == "MERGE":
+                out["merges"] += 1
+                for k in MERGE_METRICS:
+                    out[k] += int(info.get("operationMetrics", {}).get(k, 0))
+    return {k.replace("TimeMs", "_s"): round(v / 1000, 1) if k.endswith("TimeMs") else v for k, v in out.items()}
+
+
+@contextmanager
+def phase_spans(least: float = 1.0) -> Iterator[dict[str, list[float]]]:
+    """While the block runs, each pipeline stage's and timed step's span on the wall clock:
+    ``[first start, last end]`` in seconds after the block began (the yielded dict, filled
+    when the block ends). A step that runs in threads, once per target, spans the window its
+    runs took together, not their sum (which the steps' totals give). Steps that span less
+    than ``least`` seconds are left out; stages never are. In the order they started."""
+    spans: dict[str, list[float]] = {}
+    stages: set[str] = set()
+    t0 = time.perf_counter()
+
+    def listener(kind: str, name: str, done: bool) -> None:
+        t = round(time.perf_counter() - t0, 1)
+        if kind == "stage":
+            stages.add(name)
+        span = spans.setdefault(name, [t, t])
+        span[1] = t if done else span[1]
+
+    out: dict[str, list[float]] = {}
+    with listening(listener):
+        yield out
+    out.update({n: s for n, s in sorted(spans.items(), key=lambda kv: kv[1][0])
+                if n in stages or s[1] - s[0] >= least})
 
 
 def gold_rows(spark, channel: Channel, tables: int) -> dict[str, int]:

@@ -16,7 +16,9 @@ Both channels must end with the generator's final row counts and an empty error 
 ``--late 0`` runs the in-order channel only.
 Each timed run reports its Spark jobs, Delta commits, slowest steps and CPU seconds
 (``cpu_s``: the driver JVM's, of which JIT compiling and garbage-collection pauses, and
-this Python process's; ``common.cpu_account``).
+this Python process's; ``common.cpu_account``), when each stage and long step ran
+(``phases_s``: ``common.phase_spans``) and what gold's MERGEs spent by Delta's own
+metrics (``merges``: ``common.merge_metrics``).
 Usage: ``python bench/incremental.py [--records N] [--tables T] [--files F] [--late S]``.
 """
 
@@ -33,11 +35,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import (  # noqa: E402
-    commits,
+    commit_files,
     cpu_account,
     generator_args,
     gold_rows,
     last_job_id,
+    merge_metrics,
+    phase_spans,
     queued,
     session_channel,
 )
@@ -60,19 +64,23 @@ def timed_run(spark, channel, label: str) -> tuple[float, int]:
     before = dict(TOTALS)
     # The session's warehouse holds the channel's tables (and the other channel's, idle now).
     warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
-    jobs, commits_before = last_job_id(spark, f"{label}.a"), commits(warehouse)
+    jobs, commits_before = last_job_id(spark, f"{label}.a"), commit_files(warehouse)
     cpu_before = cpu_account(spark)
     start = time.perf_counter()
-    result = run_pipeline(spark, channel)
+    with phase_spans() as spans:
+        result = run_pipeline(spark, channel)
     elapsed = round(time.perf_counter() - start, 1)
     cpu_after = cpu_account(spark)
+    committed = commit_files(warehouse) - commits_before
     WORK[label] = {"spark_jobs": last_job_id(spark, f"{label}.b") - jobs - 1,
-                   "delta_commits": commits(warehouse) - commits_before,
+                   "delta_commits": len(committed),
                    # Which stages ran without generated code (lakestreams.spark.interpreted).
                    "interpreted": {"silver": [r.interpreted for r in result.silver],
                                    "plan": bool(result.plan and result.plan.interpreted)},
                    # Where the run's seconds went (bench.common.cpu_account).
-                   "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}}
+                   "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after},
+                   # When each stage and long step ran, and what gold's MERGEs spent.
+                   "phases_s": spans, "merges": merge_metrics(committed)}
     spent = sorted(((k, v - before.get(k, 0.0)) for k, v in TOTALS.items()), key=lambda kv: -kv[1])
     STEPS[label] = {k: round(v, 1) for k, v in spent[:SHOWN_STEPS] if v >= 0.05}
     return elapsed, result.retried
