@@ -135,7 +135,8 @@ def phase_spans(least: float = 1.0) -> Iterator[dict[str, list[float]]]:
         if kind == "stage":
             stages.add(name)
         span = spans.setdefault(name, [t, t])
-        span[1] = t if done else span[1]
+        if done:
+            span[1] = t
 
     out: dict[str, list[float]] = {}
     with listening(listener):
