@@ -33,6 +33,7 @@ from gold.late import after_floors
 from gold.snapshot import above_instantiation
 from lakestreams.config import Channel
 from lakestreams.errors import ApplyError
+from lakestreams.spark import release
 from lakestreams.timing import step
 from silver.dictionary import TableDef
 
@@ -273,7 +274,9 @@ def judge_values(
             "_changes", F.aggregate("_changes", zero, fold)["out"].alias("_out"))).alias("_z"))
         judgement = ("_cerr", "_dropped", "_resolutions")
         redo = folded.select(*[F.col("_z._out" if c in judgement else "_z._changes")[c].alias(c) for c in kept])
+        whole_judged = judged
         judged = judged.where(~F.col("_uneven")).select(*kept).unionByName(redo).localCheckpoint()
+        release(whole_judged)  # read by the checkpoint just made, by nothing after
     # A projection of the checkpoint (``_uneven`` left out): no further job.
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],

@@ -68,6 +68,7 @@ from lakestreams.delta_io import (
 )
 from lakestreams.errors import ApplyError
 from lakestreams.faults import kill_point
+from lakestreams.spark import release
 from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
@@ -515,7 +516,9 @@ def assign_roots(changes: DataFrame, table: TableDef, moves: bool, max_rounds: i
             "left",
         )
         changed = hop.where(F.col("_pp").isNotNull() & (F.col("_pp") != F.col("a._parent"))).limit(1).count()
-        nodes = hop.select("_node", F.coalesce("_pp", "a._parent").alias("_parent")).localCheckpoint()
+        hopped = hop.select("_node", F.coalesce("_pp", "a._parent").alias("_parent")).localCheckpoint()
+        release(nodes)  # the hop before: read by the checkpoint just made, by nothing after
+        nodes = hopped
         if not changed:
             break
     roots = member.join(nodes, "_node").select("_seq", "_gap", F.col("_parent").cast("string").alias("_root"))
@@ -833,6 +836,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     #    the conflicts) of the others cannot change.
     plans: dict[str, DataFrame] = {}
     conflicts: dict[str, DataFrame] = {}
+    floors_of: dict[str, DataFrame | None] = {}  # per target: its TRUNCATE floors, which its conflicts read
     truncated: dict[str, DataFrame] = {}
     # Targets with tombstones, with a TRUNCATE applied before, and the latest stamp each
     # source left (one row per target and source: metadata).
@@ -939,24 +943,34 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
             found = found.select("_source_database", "_transaction_id", "_error", "failing_record", "_position", "_seq", "_root",
                                  "_missing", F.lit(model).alias("_model"), F.to_json("_okey").alias("_ko"),
                                  F.to_json("_nkey").alias("_kn"))
-            return model, judged, found, truncates
+            return model, judged, found, truncates, floors
 
         # Targets are planned independently; their small Spark jobs wait mostly on
         # scheduling, so a few run at once.
         with ThreadPoolExecutor(max_workers=PLAN_THREADS) as pool:
-            for model, judged, found, truncs in pool.map(plan_target, [t for t in targets if t[3] in dirty]):
-                plans[model], conflicts[model], truncated[model] = judged, found, truncs
+            for model, judged, found, truncs, floors in pool.map(plan_target, [t for t in targets if t[3] in dirty]):
+                # A target planned again: its last round's checkpoints (the judged plan, its
+                # TRUNCATEs and floors, which its conflicts read) are read by nothing now.
+                # Those of every round would otherwise stay in the driver's heap until its
+                # garbage collector found them, and a cascade plans all targets many times.
+                release(plans.get(model), truncated.get(model), floors_of.get(model))
+                plans[model], conflicts[model], truncated[model], floors_of[model] = judged, found, truncs, floors
         if not conflicts:
             break
         found = without_failed(reduce(DataFrame.unionByName, conflicts.values()), bad).localCheckpoint()
-        rows = first_failures(found).localCheckpoint()
-        rows, raised, redo = _error_handlers(rows, targets, plans, error_specs, handled, channel, handler_defaults_of)
+        first = first_failures(found).localCheckpoint()
+        rows, raised, redo = _error_handlers(first, targets, plans, error_specs, handled, channel, handler_defaults_of)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
+        # The round's failures are in ``new`` now (the handlers' outputs in ``handled``).
+        release(found, first, rows if rows is not first else None)
         failed_more = new.limit(1).count() > 0
         if not failed_more and not redo:
+            release(new)
             break
         if failed_more:  # the failed set gains them: not empty, no need to ask again
+            before = failed
             failed = _first_error_per_transaction(failed.unionByName(new)).localCheckpoint()
+            release(before)
             bad = failed.select(*TXN_KEY)
         # Targets touched by a newly failed transaction; only their names reach the driver
         # (one row per target: metadata).
@@ -966,6 +980,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         ]).join(new.select("_source_database", "_transaction_id"), ["_source_database", "_transaction_id"], "left_semi")
         # Model names only (one row per target: metadata), not change rows.
         dirty = {r["_model"] for r in touched.select("_model").distinct().collect()} | redo
+        release(new)
     else:
         raise ApplyError(
             f"plan {plan_id}: row conflicts still cascade after {MAX_CONFLICT_ROUNDS} rounds; nothing was applied"

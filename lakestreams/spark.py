@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakestreams.config import Storage
 from lakestreams.delta_io import table_names
@@ -272,6 +272,26 @@ def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def release(*frames: DataFrame | None) -> int:
+    """Drop the blocks of the local checkpoints ``frames`` are (or project, filter or
+    join): a loop that checkpoints again each round frees what the round replaced at once,
+    rather than when the driver's garbage collector finds it unreachable (in local mode the
+    blocks fill the driver's heap). A frame read afterwards fails (its blocks are gone), so
+    only what nothing reads any more is released. Returns how many checkpoints were.
+    Plan metadata: the driver walks each frame's plan, not its rows."""
+    released = 0
+    for df in frames:
+        if df is None:
+            continue
+        leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if leaf.getClass().getSimpleName() == "LogicalRDD":  # a checkpoint's plan
+                leaf.rdd().unpersist(False)
+                released += 1
+    return released
 
 
 def ensure_schemas(spark: SparkSession, storage: Storage) -> None:

@@ -9,11 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 #: A process that holds the start lock for a second and reports when it held it.
 HOLD = """
 import sys, time
 from pathlib import Path
+
+import pytest
 from lakestreams.spark import jar_resolution_lock
 with jar_resolution_lock(Path(sys.argv[1])):
     start = time.time()
@@ -212,3 +216,32 @@ def test_inside_a_small_block_the_apply_to_a_wide_replica_compiles_expressions_b
     with compiled_expressions(spark, False, wide):
         assert {k: spark.conf.get(k, None) for k in keys} == before
     assert {k: spark.conf.get(k, None) for k in keys} == before
+
+
+def test_release_drops_the_checkpoints_a_frame_reads_and_nothing_else(spark):
+    from pyspark.sql import functions as F
+
+    from lakestreams.spark import release
+
+    def held() -> set[int]:
+        return {i.id() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
+
+    before = held()
+    a = spark.range(100).withColumn("x", F.col("id") * 2).localCheckpoint()
+    b = spark.range(10).localCheckpoint()
+    two = held() - before
+    kept = spark.range(5).localCheckpoint()
+    third = held() - before - two
+    assert len(two) == 2 and len(third) == 1
+    # A projection, a filter and a join of two checkpoints: both are released; the third
+    # stays and still reads.
+    joined = a.select("x").where("x < 50").join(b, F.col("x") == F.col("id"))
+    assert joined.count() == 5
+    assert release(joined, None) == 2
+    assert not held() & two and third <= held()
+    assert kept.count() == 5
+    # What was released cannot be read again: the error says so rather than a wrong answer.
+    with pytest.raises(Exception, match="CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND"):
+        a.count()
+    # A frame over no checkpoint: nothing to release.
+    assert release(spark.range(3)) == 0
