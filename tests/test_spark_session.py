@@ -107,6 +107,16 @@ def test_the_local_driver_runs_the_throughput_collector_unless_told_otherwise(sp
     assert (names == {"PS Scavenge", "PS MarkSweep"}) == (not chosen or DEFAULT_GC in chosen), names
 
 
+def test_the_local_session_takes_execution_memory_in_small_pages(spark):
+    # What the memory manager hands a task, not the setting's text.
+    from lakestreams.spark import DEFAULT_PAGE_SIZE
+
+    page = spark.sparkContext._jsc.sc().env().memoryManager().pageSizeBytes()
+    asked = os.environ.get("LAKESTREAMS_PAGE_SIZE", DEFAULT_PAGE_SIZE)
+    assert page == spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(asked)
+    assert DEFAULT_PAGE_SIZE == "1m" and page <= 1024 * 1024 or "LAKESTREAMS_PAGE_SIZE" in os.environ
+
+
 def test_the_local_session_commits_delta_logs_through_the_local_file_store(spark, tmp_path):
     # Delta's default store for file: paths starts a readlink process per path checked at
     # each commit (no native Hadoop library here); LAKESTREAMS_SPARK_CONF may choose another.
