@@ -962,7 +962,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         rows, raised, redo = _error_handlers(first, targets, plans, error_specs, handled, channel, handler_defaults_of)
         new = rows.select(*FAILURE).unionByName(raised).localCheckpoint()
         # The round's failures are in ``new`` now (the handlers' outputs in ``handled``).
-        release(found, first, rows if rows is not first else None)
+        release(found, first, rows)  # rows may be first itself: releasing twice is harmless
         failed_more = new.limit(1).count() > 0
         if not failed_more and not redo:
             release(new)
