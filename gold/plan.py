@@ -68,7 +68,7 @@ from lakestreams.delta_io import (
 )
 from lakestreams.errors import ApplyError
 from lakestreams.faults import kill_point
-from lakestreams.spark import release
+from lakestreams.spark import release, settle_released
 from lakestreams.timing import step
 from silver.changes import target_model_name
 from silver.dictionary import TableDef
@@ -985,6 +985,8 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         raise ApplyError(
             f"plan {plan_id}: row conflicts still cascade after {MAX_CONFLICT_ROUNDS} rounds; nothing was applied"
         )
+    # What the rounds released is dropped once the jobs that might still read it have ended.
+    settle_released(spark)
     ledger = spark.table(st.table("silver", "ledger").replace("`", "")).where("NOT is_duplicate")
     txns = spark.table(st.table("silver", "transactions").replace("`", "")).where("status = 'COMMITTED'")
     entries = (

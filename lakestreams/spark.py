@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -284,14 +286,27 @@ def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+#: Checkpoints released while jobs that may read them were running, per Spark context:
+#: (the context, the checkpoints' RDDs, those jobs). Their blocks are dropped once the jobs end.
+_RELEASING: list[tuple[object, list, set[int]]] = []
+_RELEASING_LOCK = threading.Lock()
+
+
 def release(*frames: DataFrame | None) -> int:
     """Drop the blocks of the local checkpoints ``frames`` are (or project, filter or
     join): a loop that checkpoints again each round frees what the round replaced at once,
     rather than when the driver's garbage collector finds it unreachable (in local mode the
     blocks fill the driver's heap). A frame read afterwards fails (its blocks are gone), so
     only what nothing reads any more is released. Returns how many checkpoints were.
-    Plan metadata: the driver walks each frame's plan, not its rows."""
-    released = 0
+
+    A query can return while jobs it started still run: adaptive execution answers once a
+    stage decides the result (an empty side of a join, a ``limit`` met) and leaves the
+    stages it no longer needs to finish on their own. Their tasks read the checkpoints too,
+    so the blocks are dropped only once every job running at this call has ended (checked
+    here, at each later call, and by ``settle_released``); a job started after this call
+    does not read a released frame. Plan metadata and job ids: the driver walks each frame's
+    plan, not its rows."""
+    rdds = []
     for df in frames:
         if df is None:
             continue
@@ -299,9 +314,45 @@ def release(*frames: DataFrame | None) -> int:
         for i in range(leaves.size()):
             leaf = leaves.apply(i)
             if leaf.getClass().getSimpleName() == "LogicalRDD":  # a checkpoint's plan
-                leaf.rdd().unpersist(False)
-                released += 1
-    return released
+                rdds.append(leaf.rdd())
+    if rdds:
+        sc = next(df for df in frames if df is not None).sparkSession.sparkContext
+        with _RELEASING_LOCK:
+            _RELEASING.append((sc, rdds, set(sc.statusTracker().getActiveJobsIds())))
+            _drop_released(sc)
+    return len(rdds)
+
+
+def _drop_released(sc) -> int:
+    """Drop the released checkpoints of ``sc`` whose jobs have all ended; those of a context
+    no longer running went with it. Returns how many releases still wait. Under the lock."""
+    tracker = sc.statusTracker()
+    waiting = []
+    for owner, rdds, jobs in _RELEASING:
+        if owner is not sc:
+            continue
+        running = {j for j in jobs if (info := tracker.getJobInfo(j)) is not None and info.status == "RUNNING"}
+        if running:
+            waiting.append((owner, rdds, running))
+        else:
+            for rdd in rdds:
+                rdd.unpersist(False)
+    _RELEASING[:] = waiting
+    return len(waiting)
+
+
+def settle_released(spark: SparkSession, timeout_s: float = 60.0) -> bool:
+    """Wait (up to ``timeout_s``) until every checkpoint released in this session is
+    dropped: the end of a stage that released them. Whether none waits any more (what
+    still does is dropped by a later call)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _RELEASING_LOCK:
+            if not _drop_released(spark.sparkContext):
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def ensure_schemas(spark: SparkSession, storage: Storage) -> None:

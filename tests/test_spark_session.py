@@ -231,7 +231,7 @@ def test_inside_a_small_block_the_apply_to_a_wide_replica_compiles_expressions_b
 def test_release_drops_the_checkpoints_a_frame_reads_and_nothing_else(spark):
     from pyspark.sql import functions as F
 
-    from lakestreams.spark import release
+    from lakestreams.spark import release, settle_released
 
     def held() -> set[int]:
         return {i.id() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
@@ -248,6 +248,7 @@ def test_release_drops_the_checkpoints_a_frame_reads_and_nothing_else(spark):
     joined = a.select("x").where("x < 50").join(b, F.col("x") == F.col("id"))
     assert joined.count() == 5
     assert release(joined, None) == 2
+    assert settle_released(spark)
     assert not held() & two and third <= held()
     assert kept.count() == 5
     # What was released cannot be read again: the error says so rather than a wrong answer.
@@ -255,3 +256,48 @@ def test_release_drops_the_checkpoints_a_frame_reads_and_nothing_else(spark):
         a.count()
     # A frame over no checkpoint: nothing to release.
     assert release(spark.range(3)) == 0
+
+
+def test_release_keeps_a_checkpoint_until_the_jobs_running_at_the_call_end(spark):
+    """Adaptive execution can answer a query while stages it started still run (an empty
+    join side decides it): a checkpoint released then must still serve those stages' tasks."""
+    import threading
+
+    from pyspark.sql import functions as F
+
+    from lakestreams.spark import release, settle_released
+
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    a = spark.range(0, 40, 1, 40).localCheckpoint()
+    rdd = a._jdf.queryExecution().analyzed().collectLeaves().apply(0).rdd().id()
+
+    def held() -> bool:
+        return rdd in {i.id() for i in sc._jsc.sc().getRDDStorageInfo()}
+
+    # 40 tasks of 0.15 s each on the session's two cores: a job of about 3 s.
+    slow = a.select(F.expr("java_method('java.lang.Thread', 'sleep', cast(150 as bigint))").alias("s"), "id")
+    outcome = {}
+
+    def run() -> None:
+        sc.setJobGroup("release-while-running", "reads a checkpoint released while it runs")
+        try:
+            outcome["rows"] = slow.agg(F.count("s"), F.sum("id")).first()
+        except Exception as e:  # noqa: BLE001 - the failure is what the test reports
+            outcome["error"] = e
+
+    reader = threading.Thread(target=run)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while not [j for j in tracker.getJobIdsForGroup("release-while-running")
+               if tracker.getJobInfo(j) is not None and tracker.getJobInfo(j).status == "RUNNING"]:
+        assert time.monotonic() < deadline, "the reading job never started"
+        time.sleep(0.02)
+    assert release(a) == 1
+    # The job still runs and its later tasks read the blocks: they stay until it ends.
+    assert held()
+    reader.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    assert tuple(outcome["rows"]) == (40, sum(range(40)))
+    assert settle_released(spark)
+    assert not held()
