@@ -304,8 +304,8 @@ def release(*frames: DataFrame | None) -> int:
     stages it no longer needs to finish on their own. Their tasks read the checkpoints too,
     so the blocks are dropped only once every job Spark's status tracker lists as running at
     this call has ended (checked here, at each later call, and by ``settle_released``); a
-    job started after this call does not read a released frame. Plan metadata and job ids: the driver walks each frame's
-    plan, not its rows."""
+    job started after this call does not read a released frame. Plan metadata and job ids:
+    the driver walks each frame's plan, not its rows."""
     rdds = []
     for df in frames:
         if df is None:
