@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakestreams.config import Storage
 from lakestreams.delta_io import table_names
+from lakestreams.jvm_lookups import cache_jvm_lookups
 
 log = logging.getLogger("lakestreams.spark")
 
@@ -215,6 +216,10 @@ def build_session(warehouse: Path | str, app_name: str = "lakestreams", shuffle_
         with jar_resolution_lock():
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    # Names PySpark reaches in the JVM are looked up once (lakestreams.jvm_lookups);
+    # LAKESTREAMS_JVM_LOOKUP_CACHE=0 leaves PySpark's own view.
+    if os.environ.get("LAKESTREAMS_JVM_LOOKUP_CACHE", "1") != "0":
+        cache_jvm_lookups(spark)
     return spark
 
 

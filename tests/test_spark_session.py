@@ -146,6 +146,45 @@ def test_the_local_session_builds_column_expressions_without_recording_python_ca
     assert is_debugging_enabled() is (asked.lower() == "true")
 
 
+def test_the_local_session_looks_java_names_up_once(spark, monkeypatch):
+    # F.col asks the JVM what org.apache.spark.sql.functions and its col are, then calls
+    # it: with the session's view the two lookups are made once, and every later F.col is
+    # the call alone. A field's value and a name not found are not kept.
+    from py4j.protocol import Py4JError
+    from pyspark import SparkContext
+    from pyspark.sql import functions as F
+
+    from lakestreams.jvm_lookups import CachedJVMView
+
+    if os.environ.get("LAKESTREAMS_JVM_LOOKUP_CACHE", "1") == "0":
+        pytest.skip("LAKESTREAMS_JVM_LOOKUP_CACHE=0 leaves PySpark's own view (asked for in this environment)")
+    assert isinstance(SparkContext._jvm, CachedJVMView) and spark._jvm is SparkContext._jvm
+    client = SparkContext._jvm._gateway_client
+    sent: list[str] = []
+    send = client.send_command
+
+    def counted(command, *args, **kwargs):
+        sent.append(command.split("\n")[0])
+        return send(command, *args, **kwargs)
+
+    F.col("warm")
+    monkeypatch.setattr(client, "send_command", counted)
+    column = F.col("a")
+    assert sent == ["c"], sent  # the call only: no reflection ("r") command
+    integer = SparkContext._jvm.java.lang.Integer
+    sent.clear()
+    assert integer.MAX_VALUE == 2**31 - 1 and integer.MAX_VALUE == 2**31 - 1
+    assert sent.count("r") == 2, sent  # the field is read each time, not kept
+    assert "MAX_VALUE" not in integer.__dict__
+    for _ in range(2):
+        with pytest.raises(Py4JError, match="does not exist"):
+            integer.noSuchLakestreamsMember  # noqa: B018 - the lookup is the test
+    monkeypatch.undo()
+    assert "noSuchLakestreamsMember" not in integer.__dict__
+    doubled = spark.range(3).select((F.col("id") * 2).alias("a"))
+    assert doubled.where(column > 1).count() == 2  # the kept lookups build working columns
+
+
 def test_a_small_block_runs_without_generated_code_and_puts_the_settings_back(spark, monkeypatch):
     from lakestreams.spark import INTERPRETED_CONF, interpreted
 
