@@ -4,10 +4,10 @@ Reads a Spark event log (``spark.eventLog.enabled=true``; a folder of a rolling 
 ``events_*`` parts plain or zstd-compressed, or one file) and takes the jobs between the
 marks bench/common.py's ``last_job_id`` leaves around a timed run (``<label>.a`` and
 ``<label>.b``: ``one_file``, ``full``, ``idle``...). Every task of those jobs is put under
-the root SQL execution that started it (a MERGE's source materialisation, file filtering and
-rewrite are executions of their own under the MERGE; each is its own kind here), named by
-the execution's description (Delta's names its operation), else the call that started it,
-with version numbers and numbers of files left out. Reported per kind: jobs, tasks, the
+the SQL execution that started it, named by its description (Delta names its operations: a
+MERGE's source materialisation, file filtering and rewrite are each a kind of their own),
+else its root execution's, else the call that started it, with version numbers and numbers
+of files left out. Reported per kind: jobs, tasks, the
 tasks' summed run time, CPU time and deserialisation time (seconds), and the share of the
 run's task CPU; then the run's wall time and totals. Task time summed over the run against
 the cores' time over its wall shows how much of the run the tasks were, and so how much is
