@@ -12,10 +12,12 @@ tasks' summed run time, CPU time and deserialisation time (seconds), and the sha
 run's task CPU; then the run's wall time and totals. Task time summed over the run against
 the cores' time over its wall shows how much of the run the tasks were, and so how much is
 the driver's own work (analysing and planning queries, Delta's log, dbt, Python).
+``--timeline MIN_S`` lists instead the run's SQL executions of at least that long, in order:
+when each ran, for how long, in how many jobs, and how many others ran alongside it.
 
 Usage: ``LAKESTREAMS_SPARK_CONF="spark.eventLog.enabled=true; spark.eventLog.dir=file:///tmp/ev"
 python bench/one_file.py --out D``, then ``python bench/task_cpu.py /tmp/ev/<app folder>
-[--label one_file] [--top 25]``.
+[--label one_file] [--top 25 | --timeline 0.5]``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def kind(description: str) -> str:
     return re.sub(r"Rewriting \d+ files", "Rewriting N files", first)[:90]
 
 
-def attribute(lines: Iterator[str], label: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+def attribute(lines: Iterator[str], label: str) -> tuple[dict[str, dict[str, float]], dict[str, float], list[dict]]:
+    """Per kind of operation: jobs, tasks and task times of the run's jobs; the run's totals;
+    and its SQL executions as spans (a root execution and those it started: its name, the
+    first job's submission and the last job's end, in seconds from the run's start, and its
+    jobs), in order of start. Jobs outside any execution are left out of the spans."""
     executions: dict[str, dict] = {}
     jobs: dict[int, dict] = {}
     stage_job: dict[int, int] = {}
@@ -102,8 +108,35 @@ def attribute(lines: Iterator[str], label: str) -> tuple[dict[str, dict[str, flo
         k["cpu_s"] += cpu_s
         k["deserialize_s"] += deser_s
     totals = {f: sum(k[f] for k in by_kind.values()) for f in ("jobs", "tasks", "run_s", "cpu_s", "deserialize_s")}
-    totals["wall_s"] = (jobs[hi]["start"] - jobs[lo]["end"]) / 1000
-    return by_kind, totals
+    t0 = jobs[lo]["end"]
+    totals["wall_s"] = (jobs[hi]["start"] - t0) / 1000
+    spans: dict[str, dict] = {}
+    for j, job in jobs.items():
+        ex = executions.get(job["ex"] or "")
+        if not lo < j < hi or ex is None:
+            continue
+        root = executions.get(ex["root"], ex)["name"]
+        span = spans.setdefault(ex["root"], {"name": kind(root) if root not in ("", "?") else name_of(job),
+                                             "start": job["start"], "end": job["start"], "jobs": 0})
+        span["start"] = min(span["start"], job["start"])
+        span["end"] = max(span["end"], job.get("end", job["start"]))
+        span["jobs"] += 1
+    ordered = sorted(spans.values(), key=lambda s: s["start"])
+    for s in ordered:
+        s["start"], s["end"] = (s["start"] - t0) / 1000, (s["end"] - t0) / 1000
+    return by_kind, totals, ordered
+
+
+def print_timeline(spans: list[dict], min_s: float) -> None:
+    """The spans of at least ``min_s`` seconds: start, length, jobs, how many other spans ran
+    alongside at some point (a few at once on a two-core machine each take longer), and the
+    root execution's name (its description, else the call that started it)."""
+    print(f"{'start_s':>7} {'len_s':>6} {'jobs':>4} {'along':>5}  operation")
+    for s in spans:
+        if s["end"] - s["start"] < min_s:
+            continue
+        along = sum(1 for o in spans if o is not s and o["start"] < s["end"] and o["end"] > s["start"])
+        print(f"{s['start']:7.1f} {s['end'] - s['start']:6.2f} {s['jobs']:4d} {along:5d}  {s['name']}")
 
 
 def main() -> None:
@@ -111,8 +144,14 @@ def main() -> None:
     ap.add_argument("log", type=Path, help="event log folder (a rolling log) or file")
     ap.add_argument("--label", default="one_file", help="the timed run's label (its marks <label>.a/.b)")
     ap.add_argument("--top", type=int, default=25, help="kinds shown, most task CPU first")
+    ap.add_argument("--timeline", type=float, metavar="MIN_S",
+                    help="list instead the run's SQL executions of at least MIN_S seconds, in order of start")
     args = ap.parse_args()
-    by_kind, totals = attribute(event_lines(args.log), args.label)
+    by_kind, totals, spans = attribute(event_lines(args.log), args.label)
+    if args.timeline is not None:
+        print_timeline(spans, args.timeline)
+        print(json.dumps({k: round(v, 1) for k, v in totals.items()}))
+        return
     rows = sorted(by_kind.items(), key=lambda kv: -kv[1]["cpu_s"])
     print(f"{'jobs':>5} {'tasks':>6} {'run_s':>7} {'cpu_s':>7} {'deser_s':>7} {'cpu%':>5}  operation")
     for name, k in rows[: args.top]:
