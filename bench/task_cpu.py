@@ -118,7 +118,7 @@ def attribute(lines: Iterator[str], label: str) -> tuple[dict[str, dict[str, flo
         root = executions.get(ex["root"], ex)["name"]
         span = spans.setdefault(ex["root"], {"name": kind(root) if root not in ("", "?") else name_of(job),
                                              "start": job["start"], "end": job["start"], "jobs": 0})
-        span["start"] = min(span["start"], job["start"])
+        span["start"] = min(span["start"], job["start"])  # jobs are read in the log's order, not by start
         span["end"] = max(span["end"], job.get("end", job["start"]))
         span["jobs"] += 1
     ordered = sorted(spans.values(), key=lambda s: s["start"])
@@ -150,13 +150,13 @@ def main() -> None:
     by_kind, totals, spans = attribute(event_lines(args.log), args.label)
     if args.timeline is not None:
         print_timeline(spans, args.timeline)
-        print(json.dumps({k: round(v, 1) for k, v in totals.items()}))
-        return
-    rows = sorted(by_kind.items(), key=lambda kv: -kv[1]["cpu_s"])
-    print(f"{'jobs':>5} {'tasks':>6} {'run_s':>7} {'cpu_s':>7} {'deser_s':>7} {'cpu%':>5}  operation")
-    for name, k in rows[: args.top]:
-        share = 100 * k["cpu_s"] / totals["cpu_s"] if totals["cpu_s"] else 0.0
-        print(f"{k['jobs']:5.0f} {k['tasks']:6.0f} {k['run_s']:7.1f} {k['cpu_s']:7.1f} {k['deserialize_s']:7.1f} {share:5.1f}  {name}")
+    else:
+        rows = sorted(by_kind.items(), key=lambda kv: -kv[1]["cpu_s"])
+        print(f"{'jobs':>5} {'tasks':>6} {'run_s':>7} {'cpu_s':>7} {'deser_s':>7} {'cpu%':>5}  operation")
+        for name, k in rows[: args.top]:
+            share = 100 * k["cpu_s"] / totals["cpu_s"] if totals["cpu_s"] else 0.0
+            print(f"{k['jobs']:5.0f} {k['tasks']:6.0f} {k['run_s']:7.1f} {k['cpu_s']:7.1f} {k['deserialize_s']:7.1f} "
+                  f"{share:5.1f}  {name}")
     print(json.dumps({k: round(v, 1) for k, v in totals.items()}))
 
 
