@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 TEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge bench-dv-reads lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,9 @@ bench-claims: $(STAMP)
 
 bench-replica-merge: $(STAMP)
 	$(PY) bench/replica_merge.py $(BENCH_ARGS)
+
+bench-dv-reads: $(STAMP)
+	$(PY) bench/dv_reads.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

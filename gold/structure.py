@@ -124,10 +124,17 @@ def drop_gold_tables(spark: SparkSession, channel: Channel, targets: list[Target
 #: of new records with keys spread over the table touches every file: without deletion
 #: vectors it rewrites them all, with them it marks the rows it replaces and writes only
 #: those. bench/incremental.py, a 1% run at 1,000,000 records: into one 17.6 MiB replica
-#: (495,114 rows) the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without;
-#: into ten 2.1 MiB ones (49,515 rows each) the ten MERGEs took 24.8 s with them against
-#: 23.1 s without (a small file costs less to rewrite than to mark and read back). The
-#: limit sits between the two; where they break even was not measured more finely.
+#: (495,114 rows) the MERGE took 5.3 and 6.0 s with them against 8.3 and 9.0 s without.
+#: Into ten 2.1 MiB ones (49,515 rows each; bench/one_file.py, alternated) the ten MERGEs
+#: took 41.6 and 42.6 s summed with them against 48.7 and 50.7 s without, but the runs
+#: did not end sooner (56.1 and 58.1 s against 55.7 and 56.9 s): every read of a table
+#: with the feature on costs Delta one more file-listing job (``PreprocessTableWithDVs``
+#: asks whether any file has a vector, even when none has), and the plan reads each busy
+#: replica in every conflict round (841 Spark jobs against 751: one more per such read,
+#: seven more per MERGE, which writes the vectors). bench/dv_reads.py: a filtered count of
+#: a 50,000-row table took 5 jobs and 0.32 s (median of 8) with the feature on, 4 and
+#: 0.22 s without. The limit sits between the two replica sizes; where they break even
+#: was not measured more finely.
 DELETION_VECTOR_BYTES = 8 * 1024 * 1024
 #: Which replicas' sizes a plan looks at: all of its targets on every this-many-th plan (by
 #: plan id), and a target it applied at least ``DELETION_VECTOR_CHECK_RECORDS`` records to

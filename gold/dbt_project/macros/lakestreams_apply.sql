@@ -436,11 +436,10 @@
 
 {#- Gold tables' properties: column mapping and type widening (renames, drops, widening in
     place), unless the channel keeps gold on the basic Delta protocol (gold.column_mapping:
-    false), where such changes rewrite the table. Deletion vectors start off: measured on the
-    1,000,000-record benchmark, a 1% run's MERGEs into ten 2.1 MiB tables took 26.1 s with them
-    against 20.8 s without (small gold files are cheaper to rewrite than to mark and read
-    back). A replica that grows past gold.structure.DELETION_VECTOR_BYTES takes them for its
-    next MERGEs (gold.structure.enable_deletion_vectors). -#}
+    false), where such changes rewrite the table. Deletion vectors start off: on small
+    replicas they make the MERGEs cheaper but every other read of the table dearer, and a run
+    no shorter (measured in gold.structure, DELETION_VECTOR_BYTES). A replica that grows past
+    that size takes them for its next MERGEs (gold.structure.enable_deletion_vectors). -#}
 {% macro lakestreams_gold_properties() -%}
   {%- if config.get('column_mapping', true) -%}
     tblproperties ('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')
