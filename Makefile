@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 TEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge bench-dv-reads lint clean
+.PHONY: demo test test-all faults bench bench-rules bench-conflicts bench-incremental bench-one-file bench-many-tables bench-run-cost bench-run-profile bench-formats bench-claims bench-replica-merge bench-dv-reads bench-floor lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,10 @@ bench-replica-merge: $(STAMP)
 
 bench-dv-reads: $(STAMP)
 	$(PY) bench/dv_reads.py $(BENCH_ARGS)
+
+# The 1% share of the least apply (one bronze append, one MERGE per table) of the same stream.
+bench-floor: $(STAMP)
+	$(PY) bench/floor.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .lakestreams spark-warehouse

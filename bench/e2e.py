@@ -1,8 +1,9 @@
 """End-to-end benchmark: N change records from landing to gold, beside a plain-Spark floor.
 
-The floor reads the same files with plain Spark and writes the same final tables with
-one MERGE each (last change per key wins; no rules, ledger, transactions, typing checks
-or accounting). Both run in the same process and session, so their ratio is meaningful
+The floor reads the same files with plain Spark, appends them to one bronze table and
+writes the same final tables with one MERGE each (``bench/floor.py``: per key the last
+operation and each column's last carried value; no rules, ledger, transactions, typing
+checks or accounting). Both run in the same process and session, so their ratio is meaningful
 on a noisy machine. Usage: ``python bench/e2e.py [--records N] [--tables T] [--files F]``.
 """
 
@@ -18,42 +19,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import bench_channel, generator_args, gold_rows, timed_stages  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.sql.window import Window  # noqa: E402
+from floor import apply_files, create_replicas  # noqa: E402
 
-from lakestreams.sample import BENCH_COLUMNS, generate_bench  # noqa: E402
+from lakestreams.sample import generate_bench  # noqa: E402
 from lakestreams.spark import build_session, ensure_schemas  # noqa: E402
 from lakestreams.timing import TOTALS  # noqa: E402
 
 
 def floor(spark, files: Path, tables: int, schema: str) -> float:
-    """Plain Spark: read JSON, last change per key, one MERGE per table."""
+    """Plain Spark, as ``bench/floor.py`` applies a run: the files appended to one bronze
+    table, then per table its changes folded per key and one MERGE."""
     start = time.perf_counter()
-    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    cols = [c for c, _, _ in BENCH_COLUMNS]
-    raw = spark.read.json(str(files), schema=(
-        "command_type STRING, object_name STRING, commit_scn BIGINT, position BIGINT, "
-        f"old_values STRUCT<{', '.join(f'{c}: STRING' for c in cols)}>, "
-        f"new_values STRUCT<{', '.join(f'{c}: STRING' for c in cols)}>"
-    )).where("object_name IS NOT NULL").persist()
-    for i in range(1, tables + 1):
-        name = f"T{i:02d}"
-        t = raw.where(F.col("object_name") == name).withColumn(
-            "ID", F.coalesce("new_values.ID", "old_values.ID")
-        )
-        last = t.withColumn("_n", F.row_number().over(Window.partitionBy("ID").orderBy(F.desc("commit_scn"), F.desc("position")))).where("_n = 1")
-        src = last.select("ID", "command_type", *[F.col(f"new_values.{c}").alias(c) for c in cols if c != "ID"])
-        target = f"{schema}.{name.lower()}"
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {target} ({', '.join(f'{c} STRING' for c in cols)}) USING DELTA")
-        src.createOrReplaceTempView("floor_src")
-        sets = ", ".join(f"t.{c} = coalesce(s.{c}, t.{c})" for c in cols if c != "ID")
-        spark.sql(
-            f"MERGE INTO {target} t USING floor_src s ON t.ID = s.ID "
-            "WHEN MATCHED AND s.command_type = 'DELETE' THEN DELETE "
-            f"WHEN MATCHED THEN UPDATE SET {sets} "
-            f"WHEN NOT MATCHED AND s.command_type <> 'DELETE' THEN INSERT ({', '.join(cols)}) VALUES ({', '.join('s.' + c for c in cols)})"
-        )
-    raw.unpersist()
+    names = [f"t{i:02d}" for i in range(1, tables + 1)]
+    create_replicas(spark, schema, names)
+    apply_files(spark, schema, sorted(str(f) for f in files.glob("*.jsonl")), names, 1)
     return time.perf_counter() - start
 
 
