@@ -215,69 +215,65 @@
       {% for k in keys %}and t.`{{ k }}` <=> r._start_key.`{{ k }}` {% endfor %}
     {% endif %}
   ),
-  u as (
-    select
-      {% for c in columns %}
-        {%- if c[0] in keys -%}
-          _final_key.`{{ c[0] }}` as `{{ c[0] }}`,
-        {%- elif in_place -%}
+  e as (
+    -- What each incarnation leaves, in one pass over b (so the plan table is read once):
+    -- the row it ends as (an upsert at its final key; with soft deletes a deleted one too)
+    -- and the key it vacates (where it started, when it moved away or was deleted).
+    select explode(filter(array(
+        case when {% if soft_delete %}true{% else %}_last_op <> 'D'{% endif %} then named_struct('k', _final_key, 'u', true, 's', _last_seq) end,
+        case when _first_op <> 'I' and (_last_op = 'D' or not (_start_key <=> _final_key))
+          then named_struct('k', _start_key, 'u', false, 's', cast(null as bigint)) end
+      ), x -> x is not null)) as _e,
+      named_struct(
+        {% for c in columns if c[0] not in keys %}
+          {%- if in_place -%}
           {#- NULL where no change set it (max_by's filter): _keep__ says whether the matched row keeps it. -#}
-          `{{ c[0] }}`,
-        {%- else -%}
-          case when `_set__{{ c[0] }}` then `{{ c[0] }}` else `_base__{{ c[0] }}` end as `{{ c[0] }}`,
-        {%- endif %}
-      {% endfor %}
-      {%- if in_place %}
-      {%- for c in columns if c[0] not in keys %}
-      _in_place and not `_set__{{ c[0] }}` as `_keep__{{ c[0] }}`,
-      {%- endfor %}
-      {%- endif %}
-      _source_database, _transaction_id, _commit_scn, _commit_time, _last_op = 'D' as _deleted, 'U' as _action,
-      -- With soft deletes a deleted incarnation stays as a marked row; only the last
-      -- incarnation ending on a key writes it.
-      {% if soft_delete %}row_number() over (partition by _final_key order by _last_seq desc){% else %}1{% endif %} as _rank
+          '{{ c[0] }}', `{{ c[0] }}`, '_keep__{{ c[0] }}', _in_place and not `_set__{{ c[0] }}`,
+          {%- else -%}
+          '{{ c[0] }}', case when `_set__{{ c[0] }}` then `{{ c[0] }}` else `_base__{{ c[0] }}` end,
+          {%- endif %}
+        {% endfor %}
+        '_source_database', _source_database, '_transaction_id', _transaction_id,
+        '_commit_scn', _commit_scn, '_commit_time', _commit_time, '_deleted', _last_op = 'D'
+      ) as _p
     from b
-    {% if not soft_delete %}where _last_op <> 'D'{% endif %}
-  ),
-  d as (
-    -- Keys left empty: where an incarnation started and moved away or was deleted, and
-    -- every re-folded key (its history is in the plan: what gold holds there is replaced).
-    select _start_key as _k from b where _first_op <> 'I' and (_last_op = 'D' or not (_start_key <=> _final_key))
     {% if this.identifier in fromjson(env_var('LAKESTREAMS_REFOLDING', '[]')) %}
-    union
-    select _okey from c where _refold_old
-    union
-    select _nkey from c where _refold_new
+    -- Every re-folded key is vacated too (its history is in the plan: what gold holds there is replaced).
+    union all
+    select named_struct('k', _okey, 'u', false, 's', cast(null as bigint)), null from c where _refold_old
+    union all
+    select named_struct('k', _nkey, 'u', false, 's', cast(null as bigint)), null from c where _refold_new
     {% endif %}
   ),
-  z as (
-    select
-      {% for c in columns %}
-        {%- if c[0] in keys -%}
-          _k.`{{ c[0] }}` as `{{ c[0] }}`,
-        {%- else -%}
-          cast(null as {{ c[1] }}) as `{{ c[0] }}`,
-        {%- endif %}
-      {% endfor %}
-      {%- if in_place %}
-      {%- for c in columns if c[0] not in keys %}
-      false as `_keep__{{ c[0] }}`,
-      {%- endfor %}
-      {%- endif %}
-      cast(null as string) as _source_database, cast(null as string) as _transaction_id,
-      cast(null as bigint) as _commit_scn, cast(null as timestamp) as _commit_time, true as _deleted, 'D' as _action
-    from d
-  ),
-  w as (
-    select {% for c in columns %}`{{ c[0] }}`, {% endfor %}
-      {%- if in_place %}{% for c in columns if c[0] not in keys %}`_keep__{{ c[0] }}`, {% endfor %}{% endif %}
-      _source_database, _transaction_id, _commit_scn, _commit_time, _deleted, _action
-    from u
-    where _rank = 1
+  k as (
+    -- One row per key: the last incarnation ending there (with soft deletes several may: a
+    -- deleted one stays as a marked row), else a delete of the key.
+    select _e.k as _k, max_by(_p, case when _e.u then _e.s end) as _p, count_if(_e.u) as _ends
+    from e
+    group by _e.k
   )
-  select * from w
-  union all
-  select z.* from z left anti join w on {{ lakestreams_key_match('z', 'w', keys) }}
+  select
+    {% for c in columns %}
+      {%- if c[0] in keys -%}
+        _k.`{{ c[0] }}` as `{{ c[0] }}`,
+      {%- else -%}
+        _p.`{{ c[0] }}` as `{{ c[0] }}`,
+      {%- endif %}
+    {% endfor %}
+    {%- if in_place %}
+    {%- for c in columns if c[0] not in keys %}
+    coalesce(_p.`_keep__{{ c[0] }}`, false) as `_keep__{{ c[0] }}`,
+    {%- endfor %}
+    {%- endif %}
+    _p._source_database, _p._transaction_id, _p._commit_scn, _p._commit_time,
+    coalesce(_p._deleted, true) as _deleted,
+    case
+      {% if not soft_delete -%}
+      when _ends > 1 then raise_error('lakestreams_apply: ' || cast(_ends as string) || ' live incarnations end at key ' || to_json(_k))
+      {% endif -%}
+      when _ends > 0 then 'U' else 'D'
+    end as _action
+  from k
 {%- endmacro %}
 
 
