@@ -47,15 +47,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import commits, generator_args  # noqa: E402
+import sqlglot  # noqa: E402
+from common import commits, generator_args, last_job_id  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from lakestreams.sample import generate_bench  # noqa: E402
+from lakestreams.sample import BENCH_COLUMNS, generate_bench  # noqa: E402
 from lakestreams.spark import build_session  # noqa: E402
+from silver.transforms import OracleDdl  # noqa: E402
+from silver.types import map_oracle_type  # noqa: E402
 
-#: The generated tables' columns besides the key ``ID`` (``generate_bench``), as the replica types them.
-COLUMNS = {"NAME": "string", "AMOUNT": "decimal(12,2)", "QTY": "bigint", "UPDATED": "timestamp", "NOTE": "string"}
+#: The generated tables' Spark types (``generate_bench``'s Oracle types, mapped as silver maps them).
+TYPES = {c: map_oracle_type(sqlglot.exp.DataType.build(t, dialect=OracleDdl)).spark for c, t, _ in BENCH_COLUMNS}
+#: The key (``ID``, as every generated table's) and the other columns.
+KEY = next(c for c, _, key in BENCH_COLUMNS if key)
+COLUMNS = {c: t for c, t in TYPES.items() if c != KEY}
 #: The landing records' fields the floor reads; values as text, so a partial UPDATE's
 #: carried columns are the map's keys.
 RECORD_SCHEMA = ("source_database string, command_type string, object_owner string, object_name string, "
@@ -71,7 +77,7 @@ def create_replicas(spark: SparkSession, db: str, tables: list[str], deletion_ve
     cols = ", ".join(f"`{c}` {t}" for c, t in COLUMNS.items())
     dv = "true" if deletion_vectors else "false"
     for name in tables:
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {db}.{name} (`ID` bigint, {cols}, _commit_scn bigint) USING delta "
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {db}.{name} (`{KEY}` {TYPES[KEY]}, {cols}, _commit_scn bigint) USING delta "
                   f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{dv}')")
 
 
@@ -79,13 +85,13 @@ def folded(changes: DataFrame) -> DataFrame:
     """One row per key: its last operation and SCN, and per column the last value a change
     carried with whether any did (``_set_<c>``)."""
     seq = F.struct("commit_scn", "position")
-    key = F.coalesce(F.col("new_values")["ID"], F.col("old_values")["ID"]).cast("bigint")
+    key = F.coalesce(F.col("new_values")[KEY], F.col("old_values")[KEY]).cast(TYPES[KEY])
     aggs = [F.max_by("command_type", seq).alias("_op"), F.max("commit_scn").alias("_commit_scn")]
     for c in COLUMNS:
         carried = F.map_contains_key("new_values", c)
         # max_by skips rows whose ordering value is NULL: only the changes that carried it.
         aggs += [F.max_by(F.col("new_values")[c], F.when(carried, seq)).alias(c), F.max(carried).alias(f"_set_{c}")]
-    return changes.groupBy(key.alias("ID")).agg(*aggs)
+    return changes.groupBy(key.alias(KEY)).agg(*aggs)
 
 
 def merge_table(spark: SparkSession, db: str, name: str, batch: int) -> None:
@@ -99,11 +105,11 @@ def merge_table(spark: SparkSession, db: str, name: str, batch: int) -> None:
     names = ", ".join(f"`{c}`" for c in COLUMNS)
     values = ", ".join(f"CAST(s.`{c}` AS {t})" for c, t in COLUMNS.items())
     spark.sql(f"""
-        MERGE INTO {db}.{name} t USING {view} s ON t.ID = s.ID
+        MERGE INTO {db}.{name} t USING {view} s ON t.`{KEY}` = s.`{KEY}`
         WHEN MATCHED AND s._op = 'DELETE' THEN DELETE
         WHEN MATCHED THEN UPDATE SET {sets}, t._commit_scn = s._commit_scn
-        WHEN NOT MATCHED AND s._op <> 'DELETE' THEN INSERT (`ID`, {names}, _commit_scn)
-          VALUES (s.ID, {values}, s._commit_scn)""")
+        WHEN NOT MATCHED AND s._op <> 'DELETE' THEN INSERT (`{KEY}`, {names}, _commit_scn)
+          VALUES (s.`{KEY}`, {values}, s._commit_scn)""")
     spark.catalog.dropTempView(view)
 
 
@@ -117,22 +123,26 @@ def apply_files(spark: SparkSession, db: str, files: list[str], tables: list[str
 
 
 def floor_run(spark: SparkSession, db: str, landing: Path, tables: list[str], seen: set[str], batch: int) -> dict:
-    """One run of schema ``db`` over the landing files not seen yet: seconds, Spark jobs, Delta commits."""
+    """One run of schema ``db`` over the landing files not seen yet: seconds, Spark jobs
+    (between the marks ``<db>.<batch>.a`` and ``.b``, as ``bench/incremental.py`` counts
+    them), Delta commits."""
     wh = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
-    jobs_before, commits_before = _jobs(spark), commits(wh)
+    first, commits_before = last_job_id(spark, f"{db}.{batch}.a"), commits(wh)
     start = time.perf_counter()
     new = sorted(str(f) for f in landing.glob("*.jsonl") if str(f) not in seen)
     if new:
         apply_files(spark, db, new, tables, batch)
         seen.update(new)
-    return {"s": round(time.perf_counter() - start, 2), "jobs": _jobs(spark) - jobs_before,
+    s = round(time.perf_counter() - start, 2)
+    # Less the jobs of the closing mark itself (its count may run more than one).
+    return {"s": s, "jobs": last_job_id(spark, f"{db}.{batch}.b") - first - _mark_jobs(spark),
             "commits": commits(wh) - commits_before, "files": len(new)}
 
 
-def _jobs(spark: SparkSession) -> int:
-    """Spark jobs this session started so far (the status tracker's newest job id + 1)."""
-    ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
-    return max(ids, default=-1) + 1
+def _mark_jobs(spark: SparkSession) -> int:
+    """The Spark jobs one ``last_job_id`` mark runs."""
+    a = last_job_id(spark, "floor.mark.a")
+    return last_job_id(spark, "floor.mark.b") - a
 
 
 def main() -> None:
