@@ -16,6 +16,7 @@ For the silver batches not applied yet, the plan
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial, reduce
@@ -561,6 +562,17 @@ def build_target_plan(changes: DataFrame, table: TableDef, moves: bool | None = 
 MAX_CONFLICT_ROUNDS = 16
 #: Targets planned at once (threads submitting Spark jobs to the one session).
 PLAN_THREADS = 4
+#: A target with at most this many new changes (and no applied history to re-fold) is
+#: ordered and judged in one partition: its windows and joins on the changes then need no
+#: exchange, and each exchange is a Spark job of its own under adaptive execution, which
+#: costs a small plan more than its rows do. Larger targets keep the shuffle's parallelism.
+#: ``LAKESTREAMS_ONE_PARTITION_CHANGES`` sets another limit (0: never).
+ONE_PARTITION_CHANGES = 20_000
+
+
+def one_partition_changes() -> int:
+    """Up to how many new changes a target is planned in one partition (0: never)."""
+    return int(os.environ.get("LAKESTREAMS_ONE_PARTITION_CHANGES", ONE_PARTITION_CHANGES))
 
 
 #: What names a transaction in the plan's frames.
@@ -790,6 +802,8 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
               F.lit(None).cast("bigint").alias("_position"))
     failures, truncated_models, moving, with_inst = txn_errors, set(), set(), None
     earliest: dict[str, dict] = {}  # per target and source: its new changes' lowest (SCN, time)
+    sizes: dict[str, int] = {}  # per target: its new changes without a silver error
+    one_limit = one_partition_changes()
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
@@ -806,11 +820,13 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
             flags = with_inst.where(F.col("_error").isNull()).groupBy("_model", "_source_database").agg(
                 F.max(opens & above_instantiation()).alias("_truncates"), F.max("_move").alias("_moves"),
                 F.min("_commit_scn").alias("_scn"), F.min(F.unix_micros("_commit_time")).alias("_at"),
+                F.count("*").alias("_changes"),
             ).collect()
             truncated_models = {r["_model"] for r in flags if r["_truncates"]}
             moving = {r["_model"] for r in flags if r["_moves"]}
             for r in flags:
                 earliest.setdefault(r["_model"], {})[r["_source_database"]] = (r["_scn"], r["_at"])
+                sizes[r["_model"]] = sizes.get(r["_model"], 0) + r["_changes"]
         row_errors = with_inst.select(
             "_source_database", "_transaction_id",
             F.coalesce(
@@ -921,6 +937,8 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
             if history is not None:
                 ok = ok.unionByName(history.select(*ok.columns))
             ok = after_floors(ok, floors)
+            if history is None and 0 < one_limit and sizes.get(model, 0) <= one_limit:
+                ok = ok.coalesce(1)
             with step("plan.order"):
                 # The applied history a late change re-folds, and the changes an error
                 # handler returned, may move rows: found out then.

@@ -45,10 +45,13 @@ def applied(spark, tmp_path_factory):
                       compare_old_values=compare)
     records = [r for s in SPEC["scenarios"] for r in scenario_records(s, s.get("columns", SPEC["columns"]))]
     write_lines(ch, "src", "scenarios.jsonl", records)
-    # Compiled, as a big batch runs: the rest of the suite's small batches run interpreted
-    # (lakestreams.spark.interpreted), so both ways meet the conflict scenarios.
+    # Compiled and planned over shuffled partitions, as a big batch runs: the rest of the
+    # suite's small batches run interpreted (lakestreams.spark.interpreted) and each target
+    # in one partition (gold.plan.ONE_PARTITION_CHANGES), so both ways meet the conflict
+    # scenarios.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "0")
+        mp.setenv("LAKESTREAMS_ONE_PARTITION_CHANGES", "0")
         result = run_pipeline(spark, ch)
     assert not result.plan.interpreted and not any(r.interpreted for r in result.silver)
     return ch
