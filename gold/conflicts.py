@@ -174,7 +174,8 @@ def judge_values(
     discarded columns, ``_cerr`` (the conflict no handler resolves) and ``_resolutions``;
     also ``_above`` (above the instantiation SCN, which ``with_inst`` adds per source:
     ``gold.plan.with_inst_literals``), the incarnation's ``_first_op`` and
-    ``_start_key``, and ``_no_row`` for row_conflicts. Changes at or below the
+    ``_start_key``, and for row_conflicts ``_no_row`` and ``_found_here`` (gold holds a
+    live row at the change's old key, after ``floors``). Changes at or below the
     instantiation SCN are not judged and leave no state. A decided change (``_decided``:
     applied history of a re-folded key, ``gold.late``) always applies; what would fail
     it is ``_derr``, never ``_cerr``."""
@@ -205,7 +206,7 @@ def judge_values(
     start = F.first(F.when(F.col("_above"), F.struct("_okey", "_at_key", "_found_here", "_gap")), True).over(whole)
     has_row = (F.col("_first_op") == "I") | (F.col("_start._found_here") & ~F.col("_start._gap"))
     rows = rows.withColumn("_first_op", first_op).withColumn("_start", start).select(
-        *out_cols, "_above", "_first_op",
+        *out_cols, "_above", "_first_op", "_found_here",
         F.col("_start._okey").alias("_start_key"),
         F.when(F.col("_first_op") != "I", F.col("_start._at_key")).alias("_b"),
         # An incarnation that starts with an UPDATE or DELETE where no row is: row_conflicts'
@@ -214,7 +215,8 @@ def judge_values(
         (F.col("_above") & has_row).alias("_judged"),
     )
     if not cols:
-        return rows.select(*out_cols, "_above", "_first_op", "_start_key", "_no_row", F.lit(None).cast("string").alias("_cerr"),
+        return rows.select(*out_cols, "_above", "_first_op", "_found_here", "_start_key", "_no_row",
+                           F.lit(None).cast("string").alias("_cerr"),
                            F.lit(None).cast("string").alias("_derr"),
                            F.array().cast(f"ARRAY<{RESOLUTION}>").alias("_resolutions")).localCheckpoint()
     fields = ("_seq", "_op", "_okey", "_old", "_old_present", "_new", "_new_present")
@@ -281,7 +283,7 @@ def judge_values(
     return judged.select(
         *[c for c in out_cols if c != "_new_present"],
         F.array_except("_new_present", "_dropped").alias("_new_present"),
-        "_above", "_first_op", "_start_key", "_no_row",
+        "_above", "_first_op", "_found_here", "_start_key", "_no_row",
         F.when(~F.col("_decided"), F.col("_cerr")).alias("_cerr"), F.when(F.col("_decided"), F.col("_cerr")).alias("_derr"),
         F.when(~F.col("_decided"), F.col("_resolutions")).otherwise(F.array().cast(f"ARRAY<{RESOLUTION}>"))
         .alias("_resolutions"),

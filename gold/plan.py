@@ -111,7 +111,8 @@ COMPARE_TABLE = "apply_compare"
 GOLD_META_TABLES = ("error_queue", "apply_progress", "apply_conflicts", "apply_watermarks", "ddl_applied", COMPARE_TABLE)
 #: Columns of a judged plan that the apply does not read.
 JUDGING_COLUMNS = (
-    "_old", "_old_present", "_above", "_first_op", "_start_key", "_no_row", "_cerr", "_derr", "_resolutions",
+    "_old", "_old_present", "_above", "_first_op", "_found_here", "_start_key", "_no_row", "_cerr", "_derr",
+    "_resolutions",
 )
 PROGRESS_DDL = (
     "plan_id BIGINT, target STRING, source_database STRING, applied_scn BIGINT, "
@@ -627,7 +628,8 @@ def with_inst_literals(rows: DataFrame, inst_rows: dict, sources: tuple[tuple[st
 
 
 def row_conflicts(
-    spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef, floors: DataFrame | None = None
+    spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef, floors: DataFrame | None = None,
+    moves: bool | None = None,
 ) -> DataFrame:
     """Transactions whose changes meet the wrong row state, judged in plan order on a
     judged plan (``gold.conflicts.judge_values``):
@@ -638,19 +640,25 @@ def row_conflicts(
     - an INSERT or key move onto a key a row already holds (ORA-00001).
 
     Each failure keeps where the change is (``FAILURE_WHERE``): a decided change (applied
-    history) does not fail, the new changes it contradicts do (``gold.late``).
+    history) does not fail, the new changes it contradicts do (``gold.late``). ``moves``:
+    False when no change of the plan moves a row to another key (gold is not read again).
     """
     above = plan_rows.where("_above")
     taken = above.where(F.col("_taken"))
+    # The plan's first claim of a key meets the row gold holds there, if any; a re-folded
+    # key's row is replaced, its history is in the plan. A row a TRUNCATE of this plan (or
+    # before) removes is not there.
+    claims = above.where(F.col("_claim_first") & ~F.col("_taken") & ~F.col("_refold_new"))
+    # An INSERT's old key is the key it claims (``with_keys``): the judging looked up gold's
+    # row there, after the same floors (``_found_here``).
+    taken = taken.unionByName(claims.where((F.col("_op") == "I") & F.col("_found_here")))
     name = gold_table.replace("`", "")
-    if spark.catalog.tableExists(name):
-        # The plan's first claim of a key meets the row gold holds there, if any; a
-        # re-folded key's row is replaced, its history is in the plan.
-        # A row a TRUNCATE of this plan (or before) removes is not there.
+    if moves is not False and spark.catalog.tableExists(name):
+        # A key move claims its new key: looked up in gold.
         keys = after_floors(live_rows(spark, name), floors).select(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
-        claims = above.where(F.col("_claim_first") & ~F.col("_taken") & ~F.col("_refold_new"))
-        taken = taken.unionByName(claims.join(keys, claims["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
+        moved = claims.where(F.col("_op") != "I")
+        taken = taken.unionByName(moved.join(keys, moved["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
     missing = plan_rows.where("_no_row").select(
         "_source_database",
@@ -948,7 +956,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                 # in the last round, the plan table, the conflict log and the tombstones
                 # all read it, and no query plan per target stays alive on the driver.
                 judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors)
-            rows = row_conflicts(spark, judged, gold, tdef, floors)
+            rows = row_conflicts(spark, judged, gold, tdef, floors, moves)
             others = value_conflicts(judged)
             if history is not None:
                 # Applied history does not fail: the new changes it contradicts do.

@@ -324,6 +324,55 @@ def test_a_plan_moving_no_row_takes_uncarried_values_from_the_row_its_merge_matc
     assert_df_equality(replica(), spark.createDataFrame(expected, schema), ignore_row_order=True)
 
 
+@pytest.mark.parametrize("limit", ["20000", "0"], ids=["one_partition", "shuffled"])
+def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monkeypatch, limit):
+    """An INSERT of a key a replica row holds, and a key move onto one, fail with ORA-00001;
+    a move onto a free key and an INSERT of a new key apply. The INSERT meets the row the
+    judging found at its key; the move, where a plan moves rows, a lookup of the replica.
+    Planned in one partition (a small target) and over shuffled partitions."""
+    monkeypatch.setenv("LAKESTREAMS_ONE_PARTITION_CHANGES", limit)
+    ch = make_channel(tmp_path)
+    write_lines(ch, "src", "f1.jsonl", [
+        *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
+        *Txn("t2", 200).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "A", "NOTE": "x"})
+        .row("INSERT", new={"REGION_ID": 2, "REGION_NAME": "B", "NOTE": "y"})
+        .row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C", "NOTE": "z"}).commit(),
+    ])
+    run_pipeline(spark, ch)
+
+    def queue():
+        rows = spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).collect()  # a few rows
+        return {r["transaction_id"]: r["error"] for r in rows}
+
+    # A plan that moves rows.
+    write_lines(ch, "src", "f2.jsonl", [
+        *Txn("t3", 300).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "again"}).commit(),
+        *Txn("t4", 400).row("UPDATE", old={"REGION_ID": 3}, new={"REGION_ID": 2}).commit(),
+        *Txn("t5", 500).row("UPDATE", old={"REGION_ID": 3}, new={"REGION_ID": 5}).commit(),
+        *Txn("t6", 600).row("INSERT", new={"REGION_ID": 6, "REGION_NAME": "F", "NOTE": "w"}).commit(),
+    ])
+    result = run_pipeline(spark, ch)
+    assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", True)]
+    expected = [(1, "A", "x"), (2, "B", "y"), (5, "C", "z"), (6, "F", "w")]
+    assert_df_equality(gold(spark, ch), spark.createDataFrame(expected, SCHEMA), ignore_row_order=True)
+    q = queue()
+    assert sorted(q) == ["t3", "t4"], q
+    assert 'INSERT into HR.REGIONS finds key {"REGION_ID":1} taken by another row (ORA-00001' in q["t3"]
+    assert 'UPDATE of HR.REGIONS finds key {"REGION_ID":2} taken by another row (ORA-00001' in q["t4"]
+    # A plan that moves none: its INSERTs meet the moved row at its new key.
+    write_lines(ch, "src", "f3.jsonl", [
+        *Txn("t7", 700).row("INSERT", new={"REGION_ID": 5, "REGION_NAME": "again"}).commit(),
+        *Txn("t8", 800).row("INSERT", new={"REGION_ID": 3, "REGION_NAME": "C2", "NOTE": "v"}).commit(),
+    ])
+    result = run_pipeline(spark, ch)
+    assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", False)]
+    expected += [(3, "C2", "v")]
+    assert_df_equality(gold(spark, ch), spark.createDataFrame(expected, SCHEMA), ignore_row_order=True)
+    q = queue()
+    assert sorted(q) == ["t3", "t4", "t7"], q
+    assert 'INSERT into HR.REGIONS finds key {"REGION_ID":5} taken by another row (ORA-00001' in q["t7"]
+
+
 def test_a_small_plan_is_judged_interpreted_and_its_merges_into_a_wide_replica_compile_expressions(
         spark, tmp_path, monkeypatch):
     """A small plan runs without generated code; its dbt run compiles expressions again
