@@ -126,3 +126,9 @@ def table_versions(spark, channel: Channel) -> dict[str, int]:
         for name in table_names(spark, channel.storage, layer, views=False):
             out[f"{schema}.{name}"] = spark.sql(f"DESCRIBE HISTORY `{schema}`.`{name}` LIMIT 1").first()["version"]
     return out
+
+
+def queued(spark, channel: Channel) -> dict[str, str]:
+    """The error queue as transaction → error: a test's few queued transactions."""
+    q = spark.table(channel.storage.table("gold", "error_queue").replace("`", ""))
+    return {r["transaction_id"]: r["error"] for r in q.collect()}

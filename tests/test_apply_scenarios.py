@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 from chispa import assert_df_equality
-from conftest import make_channel, table_versions, write_lines
+from conftest import make_channel, queued, table_versions, write_lines
 from records import REGIONS_DDL, Txn
 
 import lakestreams.pipeline as pipeline
@@ -340,10 +340,6 @@ def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monk
     ])
     run_pipeline(spark, ch)
 
-    def queue():
-        rows = spark.table(ch.storage.table("gold", "error_queue").replace("`", "")).collect()  # a few rows
-        return {r["transaction_id"]: r["error"] for r in rows}
-
     # A plan that moves rows.
     write_lines(ch, "src", "f2.jsonl", [
         *Txn("t3", 300).row("INSERT", new={"REGION_ID": 1, "REGION_NAME": "again"}).commit(),
@@ -355,7 +351,7 @@ def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monk
     assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", True)]
     expected = [(1, "A", "x"), (2, "B", "y"), (5, "C", "z"), (6, "F", "w")]
     assert_df_equality(gold(spark, ch), spark.createDataFrame(expected, SCHEMA), ignore_row_order=True)
-    q = queue()
+    q = queued(spark, ch)
     assert sorted(q) == ["t3", "t4"], q
     assert 'INSERT into HR.REGIONS finds key {"REGION_ID":1} taken by another row (ORA-00001' in q["t3"]
     assert 'UPDATE of HR.REGIONS finds key {"REGION_ID":2} taken by another row (ORA-00001' in q["t4"]
@@ -368,7 +364,7 @@ def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monk
     assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", False)]
     expected += [(3, "C2", "v")]
     assert_df_equality(gold(spark, ch), spark.createDataFrame(expected, SCHEMA), ignore_row_order=True)
-    q = queue()
+    q = queued(spark, ch)
     assert sorted(q) == ["t3", "t4", "t7"], q
     assert 'INSERT into HR.REGIONS finds key {"REGION_ID":5} taken by another row (ORA-00001' in q["t7"]
 

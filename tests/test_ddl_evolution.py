@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from conftest import make_channel, table_versions, write_lines
+from conftest import make_channel, queued, table_versions, write_lines
 from records import Txn
 
 from gold import structure
@@ -67,11 +67,6 @@ def ddl_log(spark, ch, *names: str) -> list[tuple]:
     if names:
         log = log.where(log["object_name"].isin(*names))
     return [(r["commit_scn"], r["statement"], r["decision"]) for r in log.orderBy("commit_scn").collect()]
-
-
-def queue(spark, ch) -> dict[str, str]:
-    q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
-    return {r["transaction_id"]: r["error"] for r in q.collect()}
 
 
 # --- one channel, a table per scenario ----------------------------------------------------
@@ -295,7 +290,7 @@ def test_column_added_mid_batch_reads_each_row_with_its_revision(spark, evolved)
         "rows": {(7, "ann@x", 1, "ann"), (None, "bob@x", 2, "bob")},
     }
     assert "EMAIL" in change_fields(spark, ch, t.name)
-    assert "column(s) not in the source dictionary of HR.ADDED: EMAIL" in queue(spark, ch)["ADDED.t2"]
+    assert "column(s) not in the source dictionary of HR.ADDED: EMAIL" in queued(spark, ch)["ADDED.t2"]
     assert ddl_log(spark, ch, t.name) == [(100, "CREATE TABLE", "ADD"), (130, "ALTER TABLE", "ALTER")]
 
 
@@ -484,7 +479,7 @@ def test_add_table_pattern_decides_which_new_tables_join_the_channel(spark, evol
 
 
 def test_the_error_queue_holds_only_what_the_scenarios_send_there(spark, evolved):
-    q = queue(spark, evolved.channel)
+    q = queued(spark, evolved.channel)
     assert set(q) == {"ADDED.t2", "REMADE.t4"}
     assert "ORA-00001" in q["REMADE.t4"], q
 
@@ -560,7 +555,7 @@ def test_drop_and_create_again_between_runs_empties_the_target(spark, tmp_path):
     g = gold(spark, ch)
     assert g["columns"] == ["CODE", "HIRED", "ID", "NAME"]
     assert [r[2] for r in g["rows"]] == [3]  # one row: the table created again is empty
-    assert "was dropped at SCN 300" in queue(spark, ch)["t3"]
+    assert "was dropped at SCN 300" in queued(spark, ch)["t3"]
     assert [x[1:] for x in ddl_log(spark, ch)[1:]] == [("DROP TABLE", "DROP"), ("CREATE TABLE", "REFRESH")]
 
 
@@ -790,4 +785,4 @@ def test_a_replica_grown_past_the_limit_takes_deletion_vectors_once_and_applies_
     for m in merges[1:3]:
         assert int(m["numTargetDeletionVectorsAdded"]) == 0 and int(m["numTargetRowsCopied"]) > 0, m
     assert int(merges[3]["numTargetDeletionVectorsAdded"]) > 0 and int(merges[3]["numTargetRowsCopied"]) == 0, merges[3]
-    assert queue(spark, ch) == {}
+    assert queued(spark, ch) == {}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_channel, table_versions, write_lines
+from conftest import make_channel, queued, table_versions, write_lines
 from records import REGIONS_DDL, Txn
 
 from gold.dbt import RUN_APP_ID, apply_targets
@@ -173,7 +173,7 @@ def test_truncate_empties_the_replica_and_closes_versions(spark, tmp_path):
         *Txn("t4", 400).row("INSERT", new=_regions(2, "B4", "n")).commit(),
     ])
     run_pipeline(spark, ch)
-    assert "ORA-01403" in _queue(spark, ch)["t35"]
+    assert "ORA-01403" in queued(spark, ch)["t35"]
     # Late, below the TRUNCATE: no effect. After it: applies.
     write_lines(ch, "src", "f2.jsonl", [
         *Txn("t25", 250).row("UPDATE", old={"REGION_ID": 1, "NOTE": "n"}, new={"NOTE": "late"}).commit(),
@@ -185,11 +185,6 @@ def test_truncate_empties_the_replica_and_closes_versions(spark, tmp_path):
     assert _rows(spark, f"{gold}.hr__regions__history", versions) == sorted([
         (1, "A", 200, 300, False), (2, "B", 200, 300, False), (2, "B4", 400, 500, False), (2, "B5", 500, None, True),
     ], key=repr)
-    assert set(_queue(spark, ch)) == {"t35"}
+    assert set(queued(spark, ch)) == {"t35"}
     audit = run_audit(spark, ch)
     assert audit.ok, audit.problems
-
-
-def _queue(spark, ch) -> dict[str, str]:
-    q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
-    return {r["transaction_id"]: r["error"] for r in q.collect()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from chispa import assert_df_equality
-from conftest import make_channel, write_lines
+from conftest import make_channel, queued, write_lines
 from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
@@ -49,11 +49,6 @@ def _plans(spark, ch) -> int:
     return runs.where("state = 'applied'").count()
 
 
-def _queue(spark, ch) -> dict[str, str]:
-    q = spark.table(ch.storage.table("gold", "error_queue").replace("`", ""))
-    return {r["transaction_id"]: r["error"] for r in q.collect()}
-
-
 def test_shuffled_arrival_gives_the_in_order_replica(spark, tmp_path):
     txns = transactions()
     in_order = make_channel(tmp_path / "in_order")
@@ -81,7 +76,7 @@ def test_shuffled_arrival_gives_the_in_order_replica(spark, tmp_path):
         write_lines(shuffled, "src", f"f{i}.jsonl", records)
         run_pipeline(spark, shuffled)
     assert_df_equality(_gold(spark, shuffled), expected, ignore_row_order=True, ignore_nullable=True)
-    assert _queue(spark, shuffled) == {} == _queue(spark, in_order)
+    assert queued(spark, shuffled) == {} == queued(spark, in_order)
     # Each batch logs from which batch on the ledger holds every record still waiting: t3's
     # UPDATE waits in batch 2 until its COMMIT in batch 3 (which then read it from there);
     # after that nothing waits, and the next batch's records are read from the next batch.
@@ -123,7 +118,7 @@ def test_a_late_change_that_contradicts_applied_history_fails(spark, tmp_path):
     run_pipeline(spark, ch)
     rows = sorted((r["REGION_ID"], r["REGION_NAME"], r["NOTE"], r["_transaction_id"]) for r in _gold(spark, ch).collect())
     assert rows == [(1, "B", "n", "t5")]
-    queue = _queue(spark, ch)
+    queue = queued(spark, ch)
     assert set(queue) == {"t3", "t4"}
     assert "contradicts the history already applied at key {\"REGION_ID\":1}" in queue["t3"]
     assert "ORA-26786" in queue["t3"]
@@ -150,15 +145,15 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check
     }
     write_lines(ch, "src", "f1.jsonl", [*Txn("t1", 100).ddl(REGIONS_DDL).commit(), *t["t3"]])
     first = run_pipeline(spark, ch)
-    assert "ORA-01403" in _queue(spark, ch)["t3"] and first.retried == 0
+    assert "ORA-01403" in queued(spark, ch)["t3"] and first.retried == 0
     write_lines(ch, "src", "f2.jsonl", t["t2"])
     plans = _plans(spark, ch)
     second = run_pipeline(spark, ch)
-    assert second.retried == 1 and _queue(spark, ch) == {} and _plans(spark, ch) == plans + 1
+    assert second.retried == 1 and queued(spark, ch) == {} and _plans(spark, ch) == plans + 1
     write_lines(ch, "src", "f3.jsonl", t["t6"])
     run_pipeline(spark, ch)
     # t6 met name B where its old image says C: queued whole, key 7 not inserted.
-    assert "ORA-26786" in _queue(spark, ch)["t6"]
+    assert "ORA-26786" in queued(spark, ch)["t6"]
     if check_mark:
         # The last plan applied nothing (t6 failed whole), so its run did not look for what
         # it explains; the next run does, once, and marks it: a later idle run does not
@@ -168,11 +163,11 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check
         assert run_pipeline(spark, ch).retried == 0 and TOTALS["gold.retry"] == looked
         (ch.storage.state / RETRY_CHECKED).unlink()
         assert run_pipeline(spark, ch).retried == 0 and TOTALS["gold.retry"] > looked
-        assert (ch.storage.state / RETRY_CHECKED).is_file() and "ORA-26786" in _queue(spark, ch)["t6"]
+        assert (ch.storage.state / RETRY_CHECKED).is_file() and "ORA-26786" in queued(spark, ch)["t6"]
     write_lines(ch, "src", "f4.jsonl", t["t5"])
     plans = _plans(spark, ch)
     fourth = run_pipeline(spark, ch)
-    assert fourth.retried == 1 and _queue(spark, ch) == {} and _plans(spark, ch) == plans + 1
+    assert fourth.retried == 1 and queued(spark, ch) == {} and _plans(spark, ch) == plans + 1
     rows = sorted((r["REGION_ID"], r["REGION_NAME"], r["NOTE"], r["_transaction_id"]) for r in _gold(spark, ch).collect())
     assert rows == [(1, "D", "n", "t6"), (7, "G", None, "t6")]
     audit = run_audit(spark, ch)
