@@ -755,9 +755,11 @@ def _error_handlers(
     return rows.localCheckpoint(), reduce(DataFrame.unionByName, raised), redo
 
 
-def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int, bool] | None = None) -> Plan:
+def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int, bool] | None = None,
+             loaded: list[tuple] | None = None) -> Plan:
     """Build the apply plan for the silver batches not applied yet (if any). ``opened``:
-    the plan ``open_plan`` opened, when the caller opened it."""
+    the plan ``open_plan`` opened, when the caller opened it; ``loaded``: silver's targets
+    (``load_targets``), when the caller read them."""
     st = channel.storage
     create_gold_tables(spark, channel)
     if opened is None:
@@ -778,7 +780,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     per_source: dict[tuple[str, str], list[tuple]] = {}
     earlier: dict[tuple[str, str], list[DataFrame]] = {}
     written = _written_change_tables(spark, channel, lo, hi)
-    busy = [t for t in load_targets(spark, channel) if t[4] in written]
+    busy = [t for t in (load_targets(spark, channel) if loaded is None else loaded) if t[4] in written]
 
     def read_new(t: tuple) -> tuple[DataFrame, DataFrame]:
         full = spark.table(st.table("silver", t[4]).replace("`", ""))

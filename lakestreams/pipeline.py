@@ -60,13 +60,14 @@ class RunResult:
     retried: int = 0  # error transactions re-executed because a late change explained them
 
 
-def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
-    """Every target table silver has a structure for and the plan has a table for."""
+def known_targets(spark: SparkSession, channel: Channel, loaded: list[tuple] | None = None) -> list[TargetPlan]:
+    """Every target table silver has a structure for and the plan has a table for.
+    ``loaded``: ``load_targets``' rows, when the caller read them already."""
     silver = table_names(spark, channel.storage, "silver")
     if "targets" not in silver:
         return []  # silver has not run yet: no target has a structure
     out: dict[str, TargetPlan] = {}
-    for src, sowner, sname, tdef, _ in load_targets(spark, channel):
+    for src, sowner, sname, tdef, _ in load_targets(spark, channel) if loaded is None else loaded:
         model = target_model_name(tdef.owner, tdef.name)
         if plan_table_name(model) in silver:
             prev = out.get(model)
@@ -75,13 +76,14 @@ def known_targets(spark: SparkSession, channel: Channel) -> list[TargetPlan]:
     return list(out.values())
 
 
-def evolve_gold(spark: SparkSession, channel: Channel, gone: set[str] | None = None) -> dict[str, ColumnChanges]:
+def evolve_gold(spark: SparkSession, channel: Channel, gone: set[str] | None = None,
+                loaded: list[tuple] | None = None) -> dict[str, ColumnChanges]:
     """The DDL step before dbt: every gold table takes its target's DDL (renames, drops,
     new columns, widened or rewritten types; a target dropped with its source table goes);
-    returns what changed per table. ``gone`` receives the models of dropped targets. The
-    gold stage's first step, and a task of its own in the bundle's job (a no-op when run
-    again)."""
-    return follow_targets(spark, channel, known_targets(spark, channel), gone)
+    returns what changed per table. ``gone`` receives the models of dropped targets;
+    ``loaded``: as ``known_targets`` takes it. The gold stage's first step, and a task of
+    its own in the bundle's job (a no-op when run again)."""
+    return follow_targets(spark, channel, known_targets(spark, channel, loaded), gone)
 
 
 def format_evolution(changes: dict[str, ColumnChanges]) -> str:
@@ -94,7 +96,9 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
 def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
     gone: set[str] = set()
-    evolve_gold(spark, channel, gone)
+    # The targets silver defined, read once: the gold stage does not write them.
+    loaded = load_targets(spark, channel) if "targets" in table_names(spark, channel.storage, "silver") else None
+    evolve_gold(spark, channel, gone, loaded)
     opened = open_plan(spark, channel)
     if opened is None:
         return Plan(), []
@@ -105,11 +109,11 @@ def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[st
     records = plan_records(spark, channel, opened[1], opened[2], limit) if limit > 0 else None
     with interpreted(spark, records) as small:
         with step("gold.plan"):
-            plan = run_plan(spark, channel, opened)
+            plan = run_plan(spark, channel, opened, loaded)
         plan.interpreted = small
         widest = max((len(t.definition.columns) for t in plan.targets), default=0)
         with step("gold.dbt"), compiled_expressions(spark, small, widest):
-            results = apply_targets(spark, channel, plan, known_targets(spark, channel))
+            results = apply_targets(spark, channel, plan, known_targets(spark, channel, loaded))
         # Changes from before a DROP that took the target with it made the target anew: gone again.
         drop_gold_tables(spark, channel, [t for t in plan.targets if t.model in gone])
         with step("gold.deletion_vectors"):
@@ -240,6 +244,8 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
                 if r.batch is None:
                     break
                 result.silver.append(r)
+                if r.drained:
+                    break  # bronze holds nothing newer: no batch to look for
     if "gold" in stages:
         with stage("gold"):
             _run_gold_stage(spark, channel, stages, result)

@@ -126,6 +126,10 @@ class SilverResult:
     tables: list[str] = field(default_factory=list)
     targets: list[dict] = field(default_factory=list)
     interpreted: bool = False  # whether the batch ran without generated code (``lakestreams.spark.interpreted``)
+    #: A new batch read bronze up to its latest version: another batch in the same run would
+    #: find nothing new (only a run holding the channel's lock writes bronze). A batch run
+    #: again keeps its logged range, and bronze may hold more after it.
+    drained: bool = False
 
 
 def _t(channel: Channel, name: str) -> str:
@@ -254,18 +258,19 @@ def batch_state(spark: SparkSession, channel: Channel) -> tuple[tuple[int, int, 
     return open_batch, int(last["b"] or 0), int(last["v"] or 0)
 
 
-def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
-    """The batch to run: an unfinished one again, else the next over new bronze versions."""
+def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
+    """The batch to run: an unfinished one again, else the next over new bronze versions;
+    with whether it is new (it then reads bronze up to its latest version)."""
     refuse_during_rebuild(spark, channel, "silver")
     unfinished, last_batch, last_to = batch_state(spark, channel)
     if unfinished is not None:
-        return unfinished
+        return (*unfinished, False)
     latest = _latest_version(spark, channel.storage.table("bronze", BRONZE_TABLE))
     if latest <= last_to:
         return None
     batch = last_batch + 1
     log_state(spark, _t(channel, "runs"), (batch, last_to + 1, latest, "started"), RUN_ROW, "silver.runs.start", batch)
-    return batch, last_to + 1, latest
+    return batch, last_to + 1, latest, True
 
 
 #: New records whose hashes are broadcast to find them among the ledger's earlier records.
@@ -1080,8 +1085,8 @@ def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
     opened = _open_batch(spark, channel)
     if opened is None:
         return SilverResult()
-    batch, lo, hi = opened
-    result = SilverResult(batch, lo, hi)
+    batch, lo, hi, new_batch = opened
+    result = SilverResult(batch, lo, hi, drained=new_batch)
     with step("silver.ledger"):
         new, size = _ledger_step(spark, channel, batch, lo, hi)
     kill_point("silver.ledger")
