@@ -294,15 +294,22 @@ def _ledger_step(spark: SparkSession, channel: Channel, batch: int, lo: int, hi:
     # Records an earlier batch holds. A batch of up to LEDGER_BROADCAST_ROWS records has
     # its hashes broadcast to the ledger's scan, not every earlier hash made distinct (a
     # shuffle that grew with history). A bigger one (a first load) costs more to broadcast,
-    # or to read twice, than that shuffle. The count is one number, no rows.
+    # or to read twice, than that shuffle. The batch is counted only as far as these two
+    # choices need, in the same job as the range of its commit SCNs: one row, no records.
     hashes = new.select("record_hash")
-    earlier = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}").select("record_hash")
-    # The batch's size, counted only as far as the two choices need (one number, no rows).
-    size = hashes.limit(max(LEDGER_BROADCAST_ROWS, interpreted_records()) + 1).count()
+    earlier = spark.table(ledger_name.replace("`", "")).where(f"silver_batch < {batch}")
+    size, lo_scn, hi_scn, no_scn = new.limit(max(LEDGER_BROADCAST_ROWS, interpreted_records()) + 1).agg(
+        F.count("*"), F.min("commit_scn"), F.max("commit_scn"), F.max(F.col("commit_scn").isNull())).first()
     if size <= LEDGER_BROADCAST_ROWS:
+        # A copy of a record has its commit SCN (the hash covers it): only the ledger files
+        # whose statistics overlap the batch's range, or that hold records without one, are
+        # read. Records land about in SCN order, so new changes skip the history's files.
+        ranges = [] if lo_scn is None else [F.col("commit_scn").between(F.lit(lo_scn), F.lit(hi_scn))]
+        ranges += [F.col("commit_scn").isNull()] if no_scn else []
+        earlier = earlier.where(reduce(Column.__or__, ranges) if ranges else F.lit(False)).select("record_hash")
         seen = earlier.join(F.broadcast(hashes), "record_hash", "left_semi").distinct()
     else:
-        seen = earlier.distinct()
+        seen = earlier.select("record_hash").distinct()
     w = Window.partitionBy("record_hash").orderBy("_ingest_batch", "_source_file", "raw")
     marked = (
         new.join(seen.withColumn("_seen", F.lit(True)), "record_hash", "left")

@@ -1,6 +1,7 @@
 """Silver batches within a run: a new batch reads bronze up to its latest version, so a run
 opens at most one; a batch a killed run left unfinished is run again over its logged range
-first, and the new one follows it."""
+first, and the new one follows it. A batch finds the copies of records earlier batches hold,
+whatever their commit SCNs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from conftest import make_channel, write_lines
 from records import REGIONS_DDL, Txn
 
 import silver.run as silver_run
+from lakestreams.audit import run_audit
 from lakestreams.pipeline import run_pipeline
 
 
@@ -50,4 +52,30 @@ def test_a_run_opens_one_new_batch_after_the_unfinished_one(spark, tmp_path, mon
     looks.clear()
     last = run_pipeline(spark, ch)
     assert [(r.batch, r.drained) for r in last.silver] == [(killed[0] + 2, True)] and len(looks) == 1
+    assert _gold_rows(spark, ch) == [(1, "A"), (2, "B"), (3, "C")]
+
+
+def test_copies_landed_later_are_duplicates_with_or_without_a_commit_scn(spark, tmp_path):
+    # The ledger's look for copies reads only the files whose commit SCNs overlap the new
+    # batch's, and those holding records without one: a COMMIT that counts its records
+    # (event_count) takes its SCN from them, and lands without one.
+    ch = make_channel(tmp_path)
+    create = Txn("t1", 100).ddl(REGIONS_DDL).commit()
+    counted = Txn("t2", 200).row("INSERT", new=_row(1, "A")).commit()
+    counted[-1] = {k: v for k, v in counted[-1].items() if k not in ("commit_scn", "commit_time")} | {"event_count": 1}
+    write_lines(ch, "src", "f1.jsonl", create + counted)
+    write_lines(ch, "src", "f2.jsonl", Txn("t3", 300).row("INSERT", new=_row(2, "B")).commit())
+    run_pipeline(spark, ch)
+    first = run_audit(spark, ch)
+    assert first.ok and first.buckets["duplicate"] == 0, first.problems
+
+    # Copies of both transactions land with a new one: t2's (one record without a commit
+    # SCN) and t3's lie below the new batch's SCNs.
+    write_lines(ch, "src", "f1-again.jsonl", counted)
+    write_lines(ch, "src", "f2-again.jsonl", Txn("t3", 300).row("INSERT", new=_row(2, "B")).commit())
+    write_lines(ch, "src", "f3.jsonl", Txn("t4", 400).row("INSERT", new=_row(3, "C")).commit())
+    run_pipeline(spark, ch)
+    again = run_audit(spark, ch)
+    assert again.ok, again.problems
+    assert again.buckets["duplicate"] == len(counted) + 2
     assert _gold_rows(spark, ch) == [(1, "A"), (2, "B"), (3, "C")]
