@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -149,6 +150,9 @@ class Plan:
     silver_to: int | None = None
     targets: list[TargetPlan] = field(default_factory=list)
     interpreted: bool = False  # whether it ran without generated code (``lakestreams.spark.interpreted``)
+    #: The time its applied log row holds, as this process reads a TIMESTAMP back (local
+    #: time): set by ``record_progress``.
+    applied_at: datetime | None = None
 
 
 def plan_table_name(model: str) -> str:
@@ -1187,9 +1191,13 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     # The consistency marker: written once per plan, after every gold table of it.
     append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
     kill_point("gold.applied")
+    # The time is taken here, so the run knows the row's mark (``pipeline.run_mark``) without
+    # reading it back. A plan run again after a kill keeps its first row (the write is keyed):
+    # the mark then differs from it, and the next run looks for explained conflicts again.
+    plan.applied_at = datetime.now()
     log_state(
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
-        GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id,
+        GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id, at=plan.applied_at,
     )
 
 

@@ -138,8 +138,11 @@ def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str:
     return run_mark(runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first())  # one row
 
 
-def run_mark(row: Row) -> str:
-    """The mark of a plan's applied log row (``applied_mark``)."""
+def run_mark(row: Row | Plan) -> str:
+    """The mark of a plan's applied log row (``applied_mark``), or of a plan this process
+    applied (``Plan.applied_at``: the time it wrote in that row)."""
+    if isinstance(row, Plan):
+        return f"{row.plan_id} {row.silver_from} {row.silver_to} {row.applied_at.isoformat()}"
     return f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
 
 
@@ -150,11 +153,11 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
     True when some were re-executed (their silver batch waits for the next plan).
 
     A finished look is marked in the state folder (``mark``: the plan's mark, when the
-    caller read its applied row already), so that the look at the start of gold
-    (``_run_gold_stage``) can skip a plan so marked."""
+    caller read its applied row already; a plan this process applied knows its own), so
+    that the look at the start of gold (``_run_gold_stage``) can skip a plan so marked."""
     if plan.plan_id is None:
         return False
-    mark = mark or applied_mark(spark, channel, plan.plan_id)
+    mark = mark or (run_mark(plan) if plan.applied_at is not None else applied_mark(spark, channel, plan.plan_id))
     marker = channel.storage.state / RETRY_CHECKED
     with step("gold.retry"):
         explained = explained_by_plan(spark, channel, plan)

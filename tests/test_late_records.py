@@ -10,7 +10,7 @@ from conftest import make_channel, queued, write_lines
 from records import REGIONS_DDL, Txn
 
 from lakestreams.audit import run_audit
-from lakestreams.pipeline import RETRY_CHECKED, run_pipeline
+from lakestreams.pipeline import RETRY_CHECKED, last_applied_run, run_mark, run_pipeline
 from lakestreams.timing import TOTALS
 
 COLS = ["REGION_ID", "REGION_NAME", "NOTE", "_source_database", "_transaction_id", "_commit_scn"]
@@ -150,6 +150,9 @@ def test_a_conflict_a_late_change_explains_is_re_executed(spark, tmp_path, check
     plans = _plans(spark, ch)
     second = run_pipeline(spark, ch)
     assert second.retried == 1 and queued(spark, ch) == {} and _plans(spark, ch) == plans + 1
+    # The run marked its last plan looked at with the time it wrote in the plan's applied
+    # row, unread: the mark is the row's, so the next run's look at the start skips it.
+    assert (ch.storage.state / RETRY_CHECKED).read_text() == run_mark(last_applied_run(spark, ch))
     write_lines(ch, "src", "f3.jsonl", t["t6"])
     run_pipeline(spark, ch)
     # t6 met name B where its old image says C: queued whole, key 7 not inserted.
