@@ -17,6 +17,7 @@ For the silver batches not applied yet, the plan
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,7 @@ from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 from pyspark.sql.window import Window
 
 from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
@@ -1192,12 +1194,14 @@ def record_progress(spark: SparkSession, channel: Channel, plan: Plan) -> None:
     append(watermarks(spark, channel, plan), st.table("gold", "apply_watermarks"), "gold.watermarks", plan.plan_id)
     kill_point("gold.applied")
     # The time is taken here, so the run knows the row's mark (``pipeline.run_mark``) without
-    # reading it back. A plan run again after a kill keeps its first row (the write is keyed):
-    # the mark then differs from it, and the next run looks for explained conflicts again.
-    plan.applied_at = datetime.now()
+    # reading it back: ``applied_at`` is the value as this process reads the row (PySpark's
+    # own conversion of a TIMESTAMP). A mark that differs from the row's only makes the next
+    # run look for explained conflicts again.
+    micros = time.time_ns() // 1000
+    plan.applied_at = TimestampType().fromInternal(micros)
     log_state(
         spark, st.table("silver", "gold_runs"), (plan.plan_id, plan.silver_from, plan.silver_to, "applied"),
-        GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id, at=plan.applied_at,
+        GOLD_RUN_ROW, "gold.runs.applied", plan.plan_id, at_micros=micros,
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -71,10 +70,11 @@ def overwrite(df: DataFrame, table: str, app_id: str, version: int) -> None:
 
 
 def log_state(spark: SparkSession, table: str, row: tuple, schema: str, app_id: str, version: int,
-              merge_schema: bool = False, at: datetime | None = None) -> None:
-    """Append one run-log row (with the time, ``at`` when given) once: the stages' intent
-    and completion log."""
-    df = local_rows(spark, [row], schema).withColumn("at", F.current_timestamp() if at is None else F.lit(at))
+              merge_schema: bool = False, at_micros: int | None = None) -> None:
+    """Append one run-log row (with the time: ``at_micros``, epoch microseconds, when
+    given) once: the stages' intent and completion log."""
+    at = F.current_timestamp() if at_micros is None else F.timestamp_micros(F.lit(at_micros))
+    df = local_rows(spark, [row], schema).withColumn("at", at)
     append(df, table, app_id, version, merge_schema)
 
 
