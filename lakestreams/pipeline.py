@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from pyspark.sql import Row, SparkSession
@@ -138,12 +139,13 @@ def applied_mark(spark: SparkSession, channel: Channel, plan_id: int) -> str:
     return run_mark(runs.where((F.col("state") == "applied") & (F.col("plan_id") == plan_id)).first())  # one row
 
 
-def run_mark(row: Row | Plan) -> str:
-    """The mark of a plan's applied log row (``applied_mark``), or of a plan this process
-    applied (``Plan.applied_at``: the time it wrote in that row)."""
-    if isinstance(row, Plan):
-        return f"{row.plan_id} {row.silver_from} {row.silver_to} {row.applied_at.isoformat()}"
-    return f"{row['plan_id']} {row['silver_from']} {row['silver_to']} {row['at'].isoformat()}"
+def run_mark(row: Row) -> str:
+    """The mark of a plan's applied log row (``applied_mark``)."""
+    return _mark(row["plan_id"], row["silver_from"], row["silver_to"], row["at"])
+
+
+def _mark(plan_id: int, silver_from: int, silver_to: int, at: datetime) -> str:
+    return f"{plan_id} {silver_from} {silver_to} {at.isoformat()}"
 
 
 def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: RunResult,
@@ -157,7 +159,9 @@ def retry_conflicts(spark: SparkSession, channel: Channel, plan: Plan, result: R
     that the look at the start of gold (``_run_gold_stage``) can skip a plan so marked."""
     if plan.plan_id is None:
         return False
-    mark = mark or (run_mark(plan) if plan.applied_at is not None else applied_mark(spark, channel, plan.plan_id))
+    if mark is None and plan.applied_at is not None:  # the time this process wrote in the row
+        mark = _mark(plan.plan_id, plan.silver_from, plan.silver_to, plan.applied_at)
+    mark = mark or applied_mark(spark, channel, plan.plan_id)
     marker = channel.storage.state / RETRY_CHECKED
     with step("gold.retry"):
         explained = explained_by_plan(spark, channel, plan)
