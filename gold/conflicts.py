@@ -168,7 +168,7 @@ def _judge(x: dict[str, Column], cur: dict[str, Column], policy: Policy, label: 
 def judge_values(
     spark: SparkSession, planned: DataFrame, with_inst: Callable[[DataFrame], DataFrame], gold_table: str,
     table: TableDef, policy: Policy,
-    floors: DataFrame | None = None,
+    floors: DataFrame | None = None, few: bool = False,
 ) -> DataFrame:
     """``planned`` with value conflicts judged (from a checkpoint): ``_new_present`` without
     discarded columns, ``_cerr`` (the conflict no handler resolves) and ``_resolutions``;
@@ -178,7 +178,8 @@ def judge_values(
     live row at the change's old key, after ``floors``). Changes at or below the
     instantiation SCN are not judged and leave no state. A decided change (``_decided``:
     applied history of a re-folded key, ``gold.late``) always applies; what would fail
-    it is ``_derr``, never ``_cerr``."""
+    it is ``_derr``, never ``_cerr``. ``few``: the changes are few (``gold.plan.
+    broadcast_plan_rows``), and the replica's rows are looked up by their keys."""
     out_cols = list(planned.columns)
     label = f"{table.owner}.{table.name}"
     # Nothing compared (compare_old_values off for every column): no value can conflict.
@@ -196,6 +197,11 @@ def judge_values(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"),
             (F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.lit(None)).cast(row_type).alias("_at_key"),
         )
+        if few:
+            # The changes' old keys are broadcast to the replica's scan, and the few rows found
+            # there broadcast back, rather than the whole replica shuffled to meet them.
+            wanted = F.broadcast(rows.select(F.col("_okey").alias("_wk")))
+            gold = F.broadcast(gold.join(wanted, F.col("_gk").eqNullSafe(F.col("_wk")), "left_semi"))
         rows = rows.join(gold, rows["_okey"].eqNullSafe(gold["_gk"]), "left").withColumn(
             "_found_here", F.col("_gk").isNotNull()).drop("_gk")
     else:

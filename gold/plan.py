@@ -143,6 +143,9 @@ class TargetPlan:
     #: at the key it starts from, and the apply takes the values an UPDATE did not carry
     #: from the row its MERGE matches, instead of joining the replica once more.
     moves: bool = True
+    #: Rows of its plan table (0: not counted). A plan of at most ``BROADCAST_PLAN_ROWS`` rows
+    #: is broadcast to its apply's MERGE (``broadcast_plan_rows``).
+    rows: int = 0
 
 
 @dataclass
@@ -582,6 +585,18 @@ def one_partition_changes() -> int:
     return int(os.environ.get("LAKESTREAMS_ONE_PARTITION_CHANGES", ONE_PARTITION_CHANGES))
 
 
+#: Up to how many plan rows a target's apply broadcasts its net effect to the MERGE rather
+#: than shuffling the replica to meet it, and its plan looks up the replica's rows by the
+#: changes' keys (``gold.conflicts.judge_values``). Kept to what the driver holds easily.
+#: ``LAKESTREAMS_BROADCAST_PLAN_ROWS`` sets another limit (0: never).
+BROADCAST_PLAN_ROWS = 50_000
+
+
+def broadcast_plan_rows() -> int:
+    """Up to how many rows a target's plan is broadcast (0: never)."""
+    return int(os.environ.get("LAKESTREAMS_BROADCAST_PLAN_ROWS", BROADCAST_PLAN_ROWS))
+
+
 #: What names a transaction in the plan's frames.
 TXN_KEY = ("_source_database", "_transaction_id")
 
@@ -635,7 +650,7 @@ def with_inst_literals(rows: DataFrame, inst_rows: dict, sources: tuple[tuple[st
 
 def row_conflicts(
     spark: SparkSession, plan_rows: DataFrame, gold_table: str, table: TableDef, floors: DataFrame | None = None,
-    moves: bool | None = None,
+    moves: bool | None = None, few: bool = False,
 ) -> DataFrame:
     """Transactions whose changes meet the wrong row state, judged in plan order on a
     judged plan (``gold.conflicts.judge_values``):
@@ -648,6 +663,7 @@ def row_conflicts(
     Each failure keeps where the change is (``FAILURE_WHERE``): a decided change (applied
     history) does not fail, the new changes it contradicts do (``gold.late``). ``moves``:
     False when no change of the plan moves a row to another key (gold is not read again).
+    ``few``: the changes are few, and gold's keys are looked up by theirs (a broadcast).
     """
     above = plan_rows.where("_above")
     taken = above.where(F.col("_taken"))
@@ -664,6 +680,10 @@ def row_conflicts(
         keys = after_floors(live_rows(spark, name), floors).select(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
         moved = claims.where(F.col("_op") != "I")
+        if few:
+            # Gold's keys among the few claimed ones (broadcast to its scan), broadcast back.
+            wanted = F.broadcast(moved.select(F.col("_nkey").alias("_wk")))
+            keys = F.broadcast(keys.join(wanted, F.col("_gk").eqNullSafe(F.col("_wk")), "left_semi"))
         taken = taken.unionByName(moved.join(keys, moved["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
     missing = plan_rows.where("_no_row").select(
@@ -819,7 +839,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     failures, truncated_models, moving, with_inst = txn_errors, set(), set(), None
     earliest: dict[str, dict] = {}  # per target and source: its new changes' lowest (SCN, time)
     sizes: dict[str, int] = {}  # per target: its new changes without a silver error
-    one_limit = one_partition_changes()
+    one_limit, broadcast_limit = one_partition_changes(), broadcast_plan_rows()
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
@@ -963,8 +983,9 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                 # Evaluated once (a projection of a checkpoint): the round's conflicts and,
                 # in the last round, the plan table, the conflict log and the tombstones
                 # all read it, and no query plan per target stays alive on the driver.
-                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors)
-            rows = row_conflicts(spark, judged, gold, tdef, floors, moves)
+                few = history is None and 0 < broadcast_limit and sizes.get(model, 0) <= broadcast_limit
+                judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors, few)
+            rows = row_conflicts(spark, judged, gold, tdef, floors, moves, few)
             others = value_conflicts(judged)
             if history is not None:
                 # Applied history does not fail: the new changes it contradicts do.
@@ -1123,7 +1144,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
         # no longer finds (an error handler's changes): it counts as moving rows.
         moves = resumed or model in moving or model in handled or refolds
         plan.targets.append(TargetPlan(model, owner, name, tdef, plan_table_name(model), sources, truncates,
-                                       refolds, progress, moves))
+                                       refolds, progress, moves, sum(r["rows"] for r in per_source)))
     # Where each change went. All targets' changes with their instantiation SCNs are one
     # job (``with_inst``); a target whose error handlers returned or consumed changes is
     # counted from its changes as the handlers left them, with the SCNs as literals.

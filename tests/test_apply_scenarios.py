@@ -329,8 +329,11 @@ def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monk
     """An INSERT of a key a replica row holds, and a key move onto one, fail with ORA-00001;
     a move onto a free key and an INSERT of a new key apply. The INSERT meets the row the
     judging found at its key; the move, where a plan moves rows, a lookup of the replica.
-    Planned in one partition (a small target) and over shuffled partitions."""
+    Planned in one partition (a small target), the replica looked up by the changes' keys
+    and the plan broadcast to the MERGE; and over shuffled partitions, the replica shuffled
+    to meet the changes."""
     monkeypatch.setenv("LAKESTREAMS_ONE_PARTITION_CHANGES", limit)
+    monkeypatch.setenv("LAKESTREAMS_BROADCAST_PLAN_ROWS", limit)
     ch = make_channel(tmp_path)
     write_lines(ch, "src", "f1.jsonl", [
         *Txn("t1", 100).ddl(REGIONS_DDL).commit(),
@@ -348,7 +351,8 @@ def test_a_change_claiming_a_key_gold_holds_fails_as_taken(spark, tmp_path, monk
         *Txn("t6", 600).row("INSERT", new={"REGION_ID": 6, "REGION_NAME": "F", "NOTE": "w"}).commit(),
     ])
     result = run_pipeline(spark, ch)
-    assert [(t.model, t.moves) for t in result.plan.targets] == [("hr__regions", True)]
+    # Its plan table holds the changes of t5 and t6 (t3 and t4 fail).
+    assert [(t.model, t.moves, t.rows) for t in result.plan.targets] == [("hr__regions", True, 2)]
     expected = [(1, "A", "x"), (2, "B", "y"), (5, "C", "z"), (6, "F", "w")]
     assert_df_equality(gold(spark, ch), spark.createDataFrame(expected, SCHEMA), ignore_row_order=True)
     q = queued(spark, ch)

@@ -47,11 +47,13 @@ def applied(spark, tmp_path_factory):
     write_lines(ch, "src", "scenarios.jsonl", records)
     # Compiled and planned over shuffled partitions, as a big batch runs: the rest of the
     # suite's small batches run interpreted (lakestreams.spark.interpreted) and each target
-    # in one partition (gold.plan.ONE_PARTITION_CHANGES), so both ways meet the conflict
-    # scenarios.
+    # in one partition (gold.plan.ONE_PARTITION_CHANGES), its replica looked up by its
+    # changes' keys and its plan broadcast to the MERGE (BROADCAST_PLAN_ROWS), so both ways
+    # meet the conflict scenarios.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LAKESTREAMS_INTERPRETED_RECORDS", "0")
         mp.setenv("LAKESTREAMS_ONE_PARTITION_CHANGES", "0")
+        mp.setenv("LAKESTREAMS_BROADCAST_PLAN_ROWS", "0")
         result = run_pipeline(spark, ch)
     assert not result.plan.interpreted and not any(r.interpreted for r in result.silver)
     return ch

@@ -59,9 +59,17 @@
     {% endcall %}
   {% endif %}
   {%- set in_place = this.identifier in fromjson(env_var('LAKESTREAMS_IN_PLACE', '[]')) -%}
+  {#- A small plan (LAKESTREAMS_BROADCAST): its net effect is broadcast to the MERGE's search for
+      matching files, which would otherwise shuffle the whole replica to meet it (the planner
+      cannot tell its size from its query). -#}
+  {%- set small = this.identifier in fromjson(env_var('LAKESTREAMS_BROADCAST', '[]')) -%}
   {% set body %}
     merge into {{ target_relation }} t
-    using ({{ lakestreams_net_effect(sql, target_relation, keys, columns, soft_delete, in_place) }}) s
+    using (
+      {%- if small %}select /*+ BROADCAST(n) */ * from ({% endif -%}
+      {{ lakestreams_net_effect(sql, target_relation, keys, columns, soft_delete, in_place) }}
+      {%- if small %}) n{% endif -%}
+    ) s
     on {{ lakestreams_key_match('t', 's', keys) }}
     {% if soft_delete %}
     when matched and s._action = 'D' then update set
