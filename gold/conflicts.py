@@ -165,6 +165,14 @@ def _judge(x: dict[str, Column], cur: dict[str, Column], policy: Policy, label: 
     return error, dropped_arr, res_arr, after
 
 
+def at_keys(replica: DataFrame, keys: DataFrame) -> DataFrame:
+    """The rows of ``replica`` (keyed by ``_gk``) at the few keys of ``keys`` (one column),
+    for a join that then needs no shuffle: the keys are broadcast to the replica's scan and
+    the rows found there broadcast back, rather than the whole replica shuffled to meet them."""
+    wanted = F.broadcast(keys.toDF("_wk"))
+    return F.broadcast(replica.join(wanted, F.col("_gk").eqNullSafe(F.col("_wk")), "left_semi"))
+
+
 def judge_values(
     spark: SparkSession, planned: DataFrame, with_inst: Callable[[DataFrame], DataFrame], gold_table: str,
     table: TableDef, policy: Policy,
@@ -179,7 +187,7 @@ def judge_values(
     instantiation SCN are not judged and leave no state. A decided change (``_decided``:
     applied history of a re-folded key, ``gold.late``) always applies; what would fail
     it is ``_derr``, never ``_cerr``. ``few``: the changes are few (``gold.plan.
-    broadcast_plan_rows``), and the replica's rows are looked up by their keys."""
+    broadcasts``), and the replica's rows are looked up by their keys (``at_keys``)."""
     out_cols = list(planned.columns)
     label = f"{table.owner}.{table.name}"
     # Nothing compared (compare_old_values off for every column): no value can conflict.
@@ -198,10 +206,7 @@ def judge_values(
             (F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.lit(None)).cast(row_type).alias("_at_key"),
         )
         if few:
-            # The changes' old keys are broadcast to the replica's scan, and the few rows found
-            # there broadcast back, rather than the whole replica shuffled to meet them.
-            wanted = F.broadcast(rows.select(F.col("_okey").alias("_wk")))
-            gold = F.broadcast(gold.join(wanted, F.col("_gk").eqNullSafe(F.col("_wk")), "left_semi"))
+            gold = at_keys(gold, rows.select("_okey"))
         rows = rows.join(gold, rows["_okey"].eqNullSafe(gold["_gk"]), "left").withColumn(
             "_found_here", F.col("_gk").isNotNull()).drop("_gk")
     else:

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 from pyspark.sql import SparkSession
 
-from gold.plan import Plan, TargetPlan, broadcast_plan_rows
+from gold.plan import Plan, TargetPlan, broadcasts
 from lakestreams.config import Channel, TargetSpec
 from lakestreams.errors import ApplyError
 from lakestreams.faults import dbt_callbacks
@@ -269,7 +269,7 @@ def apply_targets(spark: SparkSession, channel: Channel, plan: Plan, all_targets
         "LAKESTREAMS_TRUNCATING": json.dumps(truncating),
         "LAKESTREAMS_REFOLDING": json.dumps([t.model for t in plan.targets if t.refolds]),
         "LAKESTREAMS_IN_PLACE": json.dumps([t.model for t in plan.targets if not t.moves]),
-        "LAKESTREAMS_BROADCAST": json.dumps([t.model for t in plan.targets if 0 < t.rows <= broadcast_plan_rows()]),
+        "LAKESTREAMS_BROADCAST": json.dumps([t.model for t in plan.targets if broadcasts(t.rows)]),
     }
     # No manifest.json or run_results.json for an apply: writing the manifest costs about
     # 10 ms per model of the project, quiet targets' included, on every run (the results

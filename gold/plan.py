@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 from pyspark.sql.window import Window
 
-from gold.conflicts import judge_values, policy_for, resolutions, value_conflicts
+from gold.conflicts import at_keys, judge_values, policy_for, resolutions, value_conflicts
 from gold.handled import (
     cleared_failures,
     failing_changes,
@@ -144,7 +144,7 @@ class TargetPlan:
     #: from the row its MERGE matches, instead of joining the replica once more.
     moves: bool = True
     #: Rows of its plan table (0: not counted). A plan of at most ``BROADCAST_PLAN_ROWS`` rows
-    #: is broadcast to its apply's MERGE (``broadcast_plan_rows``).
+    #: is broadcast to its apply's MERGE (``broadcasts``).
     rows: int = 0
 
 
@@ -592,9 +592,10 @@ def one_partition_changes() -> int:
 BROADCAST_PLAN_ROWS = 50_000
 
 
-def broadcast_plan_rows() -> int:
-    """Up to how many rows a target's plan is broadcast (0: never)."""
-    return int(os.environ.get("LAKESTREAMS_BROADCAST_PLAN_ROWS", BROADCAST_PLAN_ROWS))
+def broadcasts(n: int) -> bool:
+    """Whether a target's plan of ``n`` changes (or plan rows) is broadcast: more than none,
+    and at most ``BROADCAST_PLAN_ROWS`` or the limit the environment sets (0: never)."""
+    return 0 < n <= int(os.environ.get("LAKESTREAMS_BROADCAST_PLAN_ROWS", BROADCAST_PLAN_ROWS))
 
 
 #: What names a transaction in the plan's frames.
@@ -681,9 +682,7 @@ def row_conflicts(
             F.struct(*[F.col(f"`{k}`") for k in table.key_columns]).alias("_gk"))
         moved = claims.where(F.col("_op") != "I")
         if few:
-            # Gold's keys among the few claimed ones (broadcast to its scan), broadcast back.
-            wanted = F.broadcast(moved.select(F.col("_nkey").alias("_wk")))
-            keys = F.broadcast(keys.join(wanted, F.col("_gk").eqNullSafe(F.col("_wk")), "left_semi"))
+            keys = at_keys(keys, moved.select("_nkey"))
         taken = taken.unionByName(moved.join(keys, moved["_nkey"].eqNullSafe(keys["_gk"]), "left_semi"))
     verb = F.when(F.col("_first_op") == "D", F.lit("DELETE")).otherwise(F.lit("UPDATE"))
     missing = plan_rows.where("_no_row").select(
@@ -839,7 +838,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
     failures, truncated_models, moving, with_inst = txn_errors, set(), set(), None
     earliest: dict[str, dict] = {}  # per target and source: its new changes' lowest (SCN, time)
     sizes: dict[str, int] = {}  # per target: its new changes without a silver error
-    one_limit, broadcast_limit = one_partition_changes(), broadcast_plan_rows()
+    one_limit = one_partition_changes()
     if all_changes:
         with_inst = reduce(DataFrame.unionByName, all_changes)
         # Targets the plan truncates: a TRUNCATE above the instantiation SCN, or the rows of
@@ -983,7 +982,7 @@ def run_plan(spark: SparkSession, channel: Channel, opened: tuple[int, int, int,
                 # Evaluated once (a projection of a checkpoint): the round's conflicts and,
                 # in the last round, the plan table, the conflict log and the tombstones
                 # all read it, and no query plan per target stays alive on the driver.
-                few = history is None and 0 < broadcast_limit and sizes.get(model, 0) <= broadcast_limit
+                few = history is None and broadcasts(sizes.get(model, 0))
                 judged = judge_values(spark, planned, tinst, gold, tdef, policies[model], floors, few)
             rows = row_conflicts(spark, judged, gold, tdef, floors, moves, few)
             others = value_conflicts(judged)
