@@ -206,6 +206,9 @@ def judge_values(
             (F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.lit(None)).cast(row_type).alias("_at_key"),
         )
         if few:
+            # The lookup and the join both read the ordered changes: ordered once (a job
+            # over few rows), not once for each.
+            rows = rows.localCheckpoint()
             gold = at_keys(gold, rows.select("_okey"))
         rows = rows.join(gold, rows["_okey"].eqNullSafe(gold["_gk"]), "left").withColumn(
             "_found_here", F.col("_gk").isNotNull()).drop("_gk")

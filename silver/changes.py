@@ -70,9 +70,10 @@ def _present(image: str) -> Column:
     return F.when(F.col(image).isNull(), F.array().cast("array<string>")).otherwise(F.array_sort(keys))
 
 
-def _column_errors(image: str, label: str, c: ColumnDef) -> list[Column]:
+def _column_errors(image: str, label: str, c: ColumnDef, typed: Column) -> list[Column]:
+    """What is wrong with one column's value in ``image``; ``typed``: that value as the
+    column's type (``_typed``, computed once and referred to here)."""
     t = c.type
-    typed = _typed(image, c)
     errs = [
         F.when(
             _is_value(image, c) & typed.isNull() & ~(F.lit(t.empty_is_null) & (_raw(image, c).cast("string") == "")),
@@ -332,12 +333,21 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
         "old_values",
         "new_values",
     )
-    old_present = _present("old_values")
-    new_present = _present("new_values")
+    # The typed images and the columns each image holds, computed once: the checks below
+    # refer to them many times (a second projection, which the optimizer keeps apart since
+    # it would otherwise repeat them).
+    df = df.select(
+        "*",
+        F.struct(*[_typed("old_values", c).alias(c.name) for c in table.columns]).alias("_old"),
+        F.struct(*[_typed("new_values", c).alias(c.name) for c in table.columns]).alias("_new"),
+        _present("old_values").alias("_old_present"),
+        _present("new_values").alias("_new_present"),
+    )
+    old_present, new_present = F.col("_old_present"), F.col("_new_present")
     errors: list[Column] = []
-    for img, label in (("old_values", "old"), ("new_values", "new")):
+    for img, label, typed in (("old_values", "old", "_old"), ("new_values", "new", "_new")):
         for c in table.columns:
-            errors += _column_errors(img, label, c)
+            errors += _column_errors(img, label, c, F.col(typed)[c.name])
     unknown = F.array_except(F.array_union(old_present, new_present), known)
     errors.append(
         F.when(
@@ -380,14 +390,10 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
             ),
         )
     )
-    all_errors = F.filter(F.array(*errors), lambda x: x.isNotNull())
+    # Every message is text of its own; none is the empty string.
     return df.select(
-        *META,
-        F.struct(*[_typed("old_values", c).alias(c.name) for c in table.columns]).alias("_old"),
-        F.struct(*[_typed("new_values", c).alias(c.name) for c in table.columns]).alias("_new"),
-        old_present.alias("_old_present"),
-        new_present.alias("_new_present"),
-        F.when(F.size(all_errors) > 0, F.array_join(all_errors, "; ")).alias("_error"),
+        *META, "_old", "_new", "_old_present", "_new_present",
+        F.nullif(F.concat_ws("; ", *errors), F.lit("")).alias("_error"),
     )
 
 
