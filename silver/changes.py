@@ -70,6 +70,12 @@ def _present(image: str) -> Column:
     return F.when(F.col(image).isNull(), F.array().cast("array<string>")).otherwise(F.array_sort(keys))
 
 
+def _joined(messages: list[Column]) -> Column:
+    """The messages that apply (NULL for one that does not), joined by "; "; NULL if none
+    applies. Every message is text of its own, never the empty string."""
+    return F.nullif(F.concat_ws("; ", *messages), F.lit(""))
+
+
 def _column_errors(image: str, label: str, c: ColumnDef, typed: Column) -> list[Column]:
     """What is wrong with one column's value in ``image``; ``typed``: that value as the
     column's type (``_typed``, computed once and referred to here)."""
@@ -308,11 +314,10 @@ def fill_defaults(changes: DataFrame, defaults: Defaults) -> DataFrame:
     if not filled:
         return changes
     present = F.array_sort(F.array_union("_new_present", F.array_compact(F.array(*filled))))
-    failed = F.array_compact(F.array(*bad))
     return changes.withColumns({
         "_new": F.struct(*values),
         "_new_present": F.when(inserting, present).otherwise(F.col("_new_present")),
-        "_error": F.coalesce(F.col("_error"), F.when(F.size(failed) > 0, F.array_join(failed, "; "))),
+        "_error": F.coalesce(F.col("_error"), _joined(bad)),
     })
 
 
@@ -390,10 +395,8 @@ def type_changes(records: DataFrame, table: TableDef, silver_batch: int) -> Data
             ),
         )
     )
-    # Every message is text of its own; none is the empty string.
     return df.select(
-        *META, "_old", "_new", "_old_present", "_new_present",
-        F.nullif(F.concat_ws("; ", *errors), F.lit("")).alias("_error"),
+        *META, "_old", "_new", "_old_present", "_new_present", _joined(errors).alias("_error"),
     )
 
 
