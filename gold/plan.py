@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 from pyspark.sql.window import Window
@@ -315,19 +315,47 @@ def plan_written(spark: SparkSession, channel: Channel, plan_id: int) -> bool:
 
 def unfinished_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int] | None:
     """A plan logged but not applied yet (plan id, silver range), if any."""
-    row = _runs_state(spark, channel).where("applied = 0").orderBy("plan_id").first()
-    return None if row is None else (int(row["plan_id"]), int(row["silver_from"]), int(row["silver_to"]))
+    return read_run_log(spark, channel).unfinished
 
 
-def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
+@dataclass(frozen=True)
+class RunLog:
+    """What the gold run log says before a plan (``read_run_log``): the first plan logged
+    but not applied (plan id, silver range), the applied row of the last applied plan, and
+    the last silver batch a logged plan takes."""
+    unfinished: tuple[int, int, int] | None
+    last_applied: Row | None
+    last_to: int
+
+
+def read_run_log(spark: SparkSession, channel: Channel) -> RunLog:
+    """The gold run log's state in one scan of it (a row per plan, folded to one row:
+    metadata). Only ``open_plan`` (planned) and ``record_progress`` (applied) write the log,
+    so a state read before a plan holds until that plan is opened."""
+    runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
+    applied_row = F.when(F.col("state") == "applied", F.struct(*runs.columns))
+    per_plan = runs.groupBy("plan_id", "silver_from", "silver_to").agg(
+        F.max(F.when(F.col("state") == "applied", 1).otherwise(0)).alias("applied"),
+        F.max(applied_row).alias("row"))
+    # A struct orders by its first field: the plan id.
+    row = per_plan.agg(
+        F.min(F.when(F.col("applied") == 0, F.struct("plan_id", "silver_from", "silver_to"))).alias("u"),
+        F.max("row").alias("last"), F.max("silver_to").alias("to")).first()
+    u = row["u"]
+    return RunLog(None if u is None else (int(u["plan_id"]), int(u["silver_from"]), int(u["silver_to"])),
+                  row["last"], int(row["to"] or 0))
+
+
+def open_plan(spark: SparkSession, channel: Channel, log: RunLog | None = None) -> tuple[int, int, int, bool] | None:
     """The plan to run (plan id, silver range, whether it is run again): an unfinished one
-    again, else one over the new silver batches."""
+    again, else one over the new silver batches. ``log``: the run log as the caller read it
+    (``read_run_log``), when no plan was opened since."""
     st = channel.storage
     refuse_during_rebuild(spark, channel, "the apply plan")
-    unfinished = unfinished_plan(spark, channel)
-    if unfinished is not None:
-        return (*unfinished, True)
-    pending = pending_range(spark, channel)
+    log = log or read_run_log(spark, channel)
+    if log.unfinished is not None:
+        return (*log.unfinished, True)
+    pending = pending_range(spark, channel, log.last_to)
     if pending is None:
         return None
     last_to, silver_done = pending[0] - 1, pending[1]
@@ -339,9 +367,11 @@ def open_plan(spark: SparkSession, channel: Channel) -> tuple[int, int, int, boo
     return silver_done, last_to + 1, silver_done, False
 
 
-def pending_range(spark: SparkSession, channel: Channel) -> tuple[int, int] | None:
-    """The silver batches no plan has taken yet (first, last), or None. Two aggregates: metadata."""
-    last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
+def pending_range(spark: SparkSession, channel: Channel, last_to: int | None = None) -> tuple[int, int] | None:
+    """The silver batches no plan has taken yet (first, last), or None. Two aggregates:
+    metadata (``last_to``: the last batch a logged plan takes, when the caller read it)."""
+    if last_to is None:
+        last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
     silver_done = int(
         spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(
             F.max("silver_batch")).first()[0]

@@ -16,6 +16,7 @@ from gold.plan import (
     DDL_APPLIED,
     GOLD_META_TABLES,
     Plan,
+    RunLog,
     TargetPlan,
     create_gold_tables,
     explained_by_pending,
@@ -23,9 +24,9 @@ from gold.plan import (
     open_plan,
     plan_records,
     plan_table_name,
+    read_run_log,
     record_progress,
     run_plan,
-    unfinished_plan,
 )
 from gold.structure import drop_gold_tables, enable_deletion_vectors, follow_targets
 from lakestreams.audit import Audit
@@ -94,13 +95,15 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
     return "\n".join(f"gold {table}: {c.describe()}" for table, c in sorted(changes.items()))
 
 
-def run_gold(spark: SparkSession, channel: Channel) -> tuple[Plan, list[tuple[str, str, str]]]:
+def run_gold(spark: SparkSession, channel: Channel, log: RunLog | None = None) -> tuple[Plan, list[tuple[str, str, str]]]:
+    """Plan and apply the silver batches no plan has applied yet. ``log``: the gold run log
+    as the caller read it (``read_run_log``), when no plan was opened since."""
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
     gone: set[str] = set()
     # The targets silver defined, read once: the gold stage does not write them.
     loaded = load_targets(spark, channel) if "targets" in table_names(spark, channel.storage, "silver") else None
     evolve_gold(spark, channel, gone, loaded)
-    opened = open_plan(spark, channel)
+    opened = open_plan(spark, channel, log)
     if opened is None:
         return Plan(), []
     # A small plan goes without generated code: compiling costs it more than it saves. Its
@@ -217,8 +220,7 @@ def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> No
 
 def last_applied_run(spark: SparkSession, channel: Channel) -> Row | None:
     """The applied log row of the last applied plan, if any (one row: metadata)."""
-    runs = spark.table(channel.storage.table("silver", "gold_runs").replace("`", "")).where("state = 'applied'")
-    return runs.orderBy(F.desc("plan_id")).first()
+    return read_run_log(spark, channel).last_applied
 
 
 def applied_plan(spark: SparkSession, channel: Channel, row: Row) -> Plan:
@@ -263,7 +265,9 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
     create_gold_tables(spark, channel)
     if "silver" not in stages:
         resume_retry(spark, channel, result)
-    if unfinished_plan(spark, channel) is None:
+    # The run log, read once for the looks below and the plan: they open no plan.
+    log = read_run_log(spark, channel)
+    if log.unfinished is None:
         # The last plan's explained conflicts, in case a run was killed before retrying them.
         # A plan whose look finished is marked, and skipped: the entries a plan can explain
         # are those of earlier plans, they only leave the queue once it is applied, and a
@@ -271,11 +275,11 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
         # while the plan's instantiation SCNs and keys stay as they were: a change to those
         # later is not looked at again for plans already applied. The mark comes from the
         # row read here; the targets are listed only for a look still to be made.
-        last = last_applied_run(spark, channel)
+        last = log.last_applied
         if last is not None and _read_mark(channel.storage.state / RETRY_CHECKED) != run_mark(last):
             retry_conflicts(spark, channel, applied_plan(spark, channel, last), result, mark=run_mark(last))
         retry_pending(spark, channel, result)
-    result.plan, result.dbt = run_gold(spark, channel)
+    result.plan, result.dbt = run_gold(spark, channel, log)
     for _ in range(MAX_RETRY_ROUNDS):
         if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
             break

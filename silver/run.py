@@ -166,8 +166,11 @@ def unfinished_rebuild(spark: SparkSession, channel: Channel):
     if not spark.catalog.tableExists(name):
         return None
     rebuilds = spark.table(name)
-    done = rebuilds.where("state = 'done'").select("batch")
-    return rebuilds.where("state = 'scope'").join(done, "batch", "left_anti").orderBy("batch").first()
+    # One scan: per batch, its scope row and whether a done row follows it.
+    per_batch = rebuilds.groupBy("batch").agg(
+        F.max(F.when(F.col("state") == "scope", F.struct(*rebuilds.columns))).alias("_scope"),
+        F.max(F.col("state") == "done").alias("_done"))
+    return per_batch.where(F.col("_scope").isNotNull() & ~F.col("_done")).orderBy("batch").select("_scope.*").first()
 
 
 #: Requests of the re-derivation log that re-execute error transactions (the others rebuild a table).
