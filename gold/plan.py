@@ -428,9 +428,10 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     # Every table with a CREATE TABLE record or a snapshot, declared in the channel file or
     # named by a setting.
     named = list(declared_tables(channel)) + [(i.source_database, i.owner, i.table) for i in tables]
-    objects = implied.select(*keys).unionByName(snapshots.select(*keys)).unionByName(
-        local_rows(spark, named, "source_database STRING, owner STRING, table_name STRING")
-    ).distinct()
+    # Each table once, with its implied SCN and its snapshot: one read of the dictionary and
+    # of the snapshots (a union of their keys joined back with them read each twice).
+    objects = implied.join(snapshots, keys, "full").join(
+        local_rows(spark, named, "source_database STRING, owner STRING, table_name STRING").distinct(), keys, "full")
     by_table = local_rows(spark, [(i.source_database, i.owner, i.table, i.scn, i.ignore_scn) for i in tables],
                           "source_database STRING, owner STRING, table_name STRING, _t BIGINT, ignore_scn BIGINT")
     by_schema = local_rows(
@@ -444,7 +445,7 @@ def effective_instantiation(spark: SparkSession, channel: Channel) -> DataFrame:
     scn = F.greatest(chosen, F.col("ignore_scn"))
     return (
         objects.join(by_table, keys, "left").join(by_schema, ["source_database", "owner"], "left")
-        .join(by_source, "source_database", "left").join(implied, keys, "left").join(snapshots, keys, "left")
+        .join(by_source, "source_database", "left")
         .select(
             *keys,
             scn.alias("instantiation_scn"),
