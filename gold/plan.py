@@ -346,12 +346,15 @@ def read_run_log(spark: SparkSession, channel: Channel) -> RunLog:
                   row["last"], int(row["to"] or 0))
 
 
-def open_plan(spark: SparkSession, channel: Channel, log: RunLog | None = None) -> tuple[int, int, int, bool] | None:
+def open_plan(spark: SparkSession, channel: Channel, log: RunLog | None = None,
+              rebuild_clear: bool = False) -> tuple[int, int, int, bool] | None:
     """The plan to run (plan id, silver range, whether it is run again): an unfinished one
     again, else one over the new silver batches. ``log``: the run log as the caller read it
-    (``read_run_log``), when no plan was opened since."""
+    (``read_run_log``), when no plan was opened since. ``rebuild_clear``: the caller, holding
+    the channel's lock, found no rebuild or re-execution unfinished."""
     st = channel.storage
-    refuse_during_rebuild(spark, channel, "the apply plan")
+    if not rebuild_clear:
+        refuse_during_rebuild(spark, channel, "the apply plan")
     log = log or read_run_log(spark, channel)
     if log.unfinished is not None:
         return (*log.unfinished, True)

@@ -95,15 +95,17 @@ def format_evolution(changes: dict[str, ColumnChanges]) -> str:
     return "\n".join(f"gold {table}: {c.describe()}" for table, c in sorted(changes.items()))
 
 
-def run_gold(spark: SparkSession, channel: Channel, log: RunLog | None = None) -> tuple[Plan, list[tuple[str, str, str]]]:
+def run_gold(spark: SparkSession, channel: Channel, log: RunLog | None = None,
+             rebuild_clear: bool = False) -> tuple[Plan, list[tuple[str, str, str]]]:
     """Plan and apply the silver batches no plan has applied yet. ``log``: the gold run log
-    as the caller read it (``read_run_log``), when no plan was opened since."""
+    as the caller read it (``read_run_log``), when no plan was opened since;
+    ``rebuild_clear``: as ``open_plan`` takes it."""
     # Gold tables take their targets' DDL first: the plan reads them with today's columns.
     gone: set[str] = set()
     # The targets silver defined, read once: the gold stage does not write them.
     loaded = load_targets(spark, channel) if "targets" in table_names(spark, channel.storage, "silver") else None
     evolve_gold(spark, channel, gone, loaded)
-    opened = open_plan(spark, channel, log)
+    opened = open_plan(spark, channel, log, rebuild_clear)
     if opened is None:
         return Plan(), []
     # A small plan goes without generated code: compiling costs it more than it saves. Its
@@ -211,11 +213,15 @@ def _write_mark(marker: Path, mark: str) -> None:
         log.warning("cannot write %s (%s): the next run looks for explained conflicts again", marker, e)
 
 
-def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> None:
-    """Finish a re-execution of explained conflicts that a killed run left unfinished."""
+def resume_retry(spark: SparkSession, channel: Channel, result: RunResult) -> bool:
+    """Finish a re-execution of explained conflicts that a killed run left unfinished.
+    Whether the rebuild log then holds nothing unfinished: under the channel's lock it stays
+    so for the run, whose own re-executions each finish or raise (``rebuild_clear``)."""
     pending = unfinished_rebuild(spark, channel)
     if pending is not None and is_retry(pending["request"]):
         _retried(retry_explained(spark, channel, pending["request"], None), result)
+        return True
+    return pending is None
 
 
 def last_applied_run(spark: SparkSession, channel: Channel) -> Row | None:
@@ -240,6 +246,7 @@ def run_pipeline(spark: SparkSession, channel: Channel, stages: tuple[str, ...] 
 def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) -> RunResult:
     ensure_schemas(spark, channel.storage)
     result = RunResult()
+    clear = False  # whether the rebuild log was found clear (``resume_retry``)
     if "bronze" in stages:
         with stage("bronze"):
             result.bronze = run_bronze(spark, channel)
@@ -247,9 +254,9 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
         with stage("silver"):
             create_silver_tables(spark, channel)
             # A run killed while re-executing explained conflicts: finish that first.
-            resume_retry(spark, channel, result)
+            clear = resume_retry(spark, channel, result)
             while True:
-                r = run_silver(spark, channel)
+                r = run_silver(spark, channel, clear)
                 if r.batch is None:
                     break
                 result.silver.append(r)
@@ -257,14 +264,16 @@ def _run_stages(spark: SparkSession, channel: Channel, stages: tuple[str, ...]) 
                     break  # bronze holds nothing newer: no batch to look for
     if "gold" in stages:
         with stage("gold"):
-            _run_gold_stage(spark, channel, stages, result)
+            _run_gold_stage(spark, channel, stages, result, clear)
     return result
 
 
-def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ...], result: RunResult) -> None:
+def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ...], result: RunResult,
+                    clear: bool = False) -> None:
+    """``clear``: the silver stage of this run found the rebuild log clear (``resume_retry``)."""
     create_gold_tables(spark, channel)
     if "silver" not in stages:
-        resume_retry(spark, channel, result)
+        clear = resume_retry(spark, channel, result)
     # The run log, read once for the looks below and the plan: they open no plan.
     log = read_run_log(spark, channel)
     if log.unfinished is None:
@@ -279,11 +288,11 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
         if last is not None and _read_mark(channel.storage.state / RETRY_CHECKED) != run_mark(last):
             retry_conflicts(spark, channel, applied_plan(spark, channel, last), result, mark=run_mark(last))
         retry_pending(spark, channel, result)
-    result.plan, result.dbt = run_gold(spark, channel, log)
+    result.plan, result.dbt = run_gold(spark, channel, log, clear)
     for _ in range(MAX_RETRY_ROUNDS):
         if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
             break
-        result.plan, more = run_gold(spark, channel)
+        result.plan, more = run_gold(spark, channel, rebuild_clear=clear)
         result.dbt += more
 
 

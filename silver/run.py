@@ -261,10 +261,12 @@ def batch_state(spark: SparkSession, channel: Channel) -> tuple[tuple[int, int, 
     return open_batch, int(last["b"] or 0), int(last["v"] or 0)
 
 
-def _open_batch(spark: SparkSession, channel: Channel) -> tuple[int, int, int, bool] | None:
+def _open_batch(spark: SparkSession, channel: Channel, rebuild_clear: bool = False) -> tuple[int, int, int, bool] | None:
     """The batch to run: an unfinished one again, else the next over new bronze versions;
-    with whether it is new (it then reads bronze up to its latest version)."""
-    refuse_during_rebuild(spark, channel, "silver")
+    with whether it is new (it then reads bronze up to its latest version). ``rebuild_clear``:
+    the caller, holding the channel's lock, found no rebuild or re-execution unfinished."""
+    if not rebuild_clear:
+        refuse_during_rebuild(spark, channel, "silver")
     unfinished, last_batch, last_to = batch_state(spark, channel)
     if unfinished is not None:
         return (*unfinished, False)
@@ -1089,10 +1091,11 @@ def snapshot_errors(misfits: DataFrame, batch: int, ignore: Column) -> DataFrame
     )
 
 
-def run_silver(spark: SparkSession, channel: Channel) -> SilverResult:
-    """Run one silver batch over the bronze versions not read yet (if any)."""
+def run_silver(spark: SparkSession, channel: Channel, rebuild_clear: bool = False) -> SilverResult:
+    """Run one silver batch over the bronze versions not read yet (if any). ``rebuild_clear``:
+    as ``_open_batch`` takes it."""
     create_silver_tables(spark, channel)
-    opened = _open_batch(spark, channel)
+    opened = _open_batch(spark, channel, rebuild_clear)
     if opened is None:
         return SilverResult()
     batch, lo, hi, new_batch = opened
