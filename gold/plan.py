@@ -298,14 +298,6 @@ def watermarks(spark: SparkSession, channel: Channel, plan: Plan) -> DataFrame:
     )
 
 
-def _runs_state(spark: SparkSession, channel: Channel) -> DataFrame:
-    return (
-        spark.table(channel.storage.table("silver", "gold_runs").replace("`", ""))
-        .groupBy("plan_id", "silver_from", "silver_to")
-        .agg(F.max(F.when(F.col("state") == "applied", 1).otherwise(0)).alias("applied"))
-    )
-
-
 def plan_written(spark: SparkSession, channel: Channel, plan_id: int) -> bool:
     """Whether plan ``plan_id`` was written whole: its outcomes (the plan's last write; a
     plan with records has some) are in ``silver.outcomes``. One row at most is read."""
@@ -374,7 +366,7 @@ def pending_range(spark: SparkSession, channel: Channel, last_to: int | None = N
     """The silver batches no plan has taken yet (first, last), or None. Two aggregates:
     metadata (``last_to``: the last batch a logged plan takes, when the caller read it)."""
     if last_to is None:
-        last_to = int(_runs_state(spark, channel).agg(F.max("silver_to")).first()[0] or 0)
+        last_to = read_run_log(spark, channel).last_to
     silver_done = int(
         spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(
             F.max("silver_batch")).first()[0]
