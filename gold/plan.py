@@ -362,11 +362,9 @@ def open_plan(spark: SparkSession, channel: Channel, log: RunLog | None = None,
     return silver_done, last_to + 1, silver_done, False
 
 
-def pending_range(spark: SparkSession, channel: Channel, last_to: int | None = None) -> tuple[int, int] | None:
-    """The silver batches no plan has taken yet (first, last), or None. Two aggregates:
-    metadata (``last_to``: the last batch a logged plan takes, when the caller read it)."""
-    if last_to is None:
-        last_to = read_run_log(spark, channel).last_to
+def pending_range(spark: SparkSession, channel: Channel, last_to: int) -> tuple[int, int] | None:
+    """The silver batches no plan has taken yet (first, last), or None; ``last_to``: the
+    last batch a logged plan takes (``RunLog.last_to``). One aggregate: metadata."""
     silver_done = int(
         spark.table(channel.storage.table("silver", "runs").replace("`", "")).where("state = 'done'").agg(
             F.max("silver_batch")).first()[0]
@@ -1297,7 +1295,7 @@ def explained_by_plan(spark: SparkSession, channel: Channel, plan: Plan) -> Data
     return explained_failures(spark, queue, pairs)
 
 
-def explained_by_pending(spark: SparkSession, channel: Channel) -> tuple[int, DataFrame] | None:
+def explained_by_pending(spark: SparkSession, channel: Channel, last_to: int) -> tuple[int, DataFrame] | None:
     """Error transactions that failed on a conflict at a key where a change waiting in
     silver (the batches no plan has taken yet) comes first in commit order. Re-executed
     before the next plan, they are planned and applied together with that change, in one
@@ -1306,11 +1304,12 @@ def explained_by_pending(spark: SparkSession, channel: Channel) -> tuple[int, Da
     waiting change whose own transaction fails after all costs only a re-execution: the
     transaction it seemed to explain fails again. Returns the last waiting batch with the
     transactions (the frame may be empty); None when no silver batch waits or no conflict
-    waits in the error queue. The caller has found no plan unfinished."""
+    waits in the error queue. The caller has found no plan unfinished, and the last batch a
+    logged plan takes (``last_to``, from ``read_run_log``)."""
     queue = _conflict_queue(spark, channel)
     if queue.limit(1).count() == 0:
         return None
-    pending = pending_range(spark, channel)
+    pending = pending_range(spark, channel, last_to)
     if pending is None:
         return None
     lo, hi = pending

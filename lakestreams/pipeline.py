@@ -185,12 +185,13 @@ def _retried(r: ExecuteResult | None, result: RunResult) -> bool:
     return True
 
 
-def retry_pending(spark: SparkSession, channel: Channel, result: RunResult) -> bool:
+def retry_pending(spark: SparkSession, channel: Channel, result: RunResult, last_to: int) -> bool:
     """Before a plan: re-execute the error transactions that the silver batches waiting for
     it explain (``explained_by_pending``), so that the plan applies them together with the
-    changes they waited for. True when some were re-executed."""
+    changes they waited for. True when some were re-executed. ``last_to``: as
+    ``explained_by_pending`` takes it."""
     with step("gold.retry.pending"):
-        found = explained_by_pending(spark, channel)
+        found = explained_by_pending(spark, channel, last_to)
         # No conflict waits in the error queue: no re-execution request to open.
         r = retry_explained(spark, channel, retry_pending_request(found[0]), found[1]) if found is not None else None
     return _retried(r, result)
@@ -287,7 +288,7 @@ def _run_gold_stage(spark: SparkSession, channel: Channel, stages: tuple[str, ..
         last = log.last_applied
         if last is not None and _read_mark(channel.storage.state / RETRY_CHECKED) != run_mark(last):
             retry_conflicts(spark, channel, applied_plan(spark, channel, last), result, mark=run_mark(last))
-        retry_pending(spark, channel, result)
+        retry_pending(spark, channel, result, log.last_to)
     result.plan, result.dbt = run_gold(spark, channel, log, clear)
     for _ in range(MAX_RETRY_ROUNDS):
         if not (result.plan.targets and retry_conflicts(spark, channel, result.plan, result)):
