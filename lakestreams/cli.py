@@ -227,19 +227,33 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention."""
+    """OPTIMIZE bronze and silver tables; VACUUM with Delta's default retention. A table in
+    those schemas whose name is not one this project makes is left alone and named, and the
+    command then exits 1."""
+    from delta.tables import DeltaTable
+
+    from lakestreams.config import IDENTIFIER
     from lakestreams.delta_io import table_names
 
     ch = _channel(args)
     spark = _session(ch)
-    # Table names come from our own schemas and are quoted by Storage.table.
+    refused = []
     for layer in ("bronze", "silver"):
-        for table in sorted(table_names(spark, ch.storage, layer)):
+        # Tables only (a view has nothing to compact), as the catalog lists them.
+        for table in sorted(table_names(spark, ch.storage, layer, views=False)):
+            if not IDENTIFIER.fullmatch(table):
+                refused.append(f"{ch.storage.schema_name(layer)}.{table!r}")
+                continue
+            # A checked identifier, quoted by Storage.table; Delta's API, no SQL text.
             name = ch.storage.table(layer, table)
-            spark.sql(f"OPTIMIZE {name}")
-            spark.sql(f"VACUUM {name}")
+            delta = DeltaTable.forName(spark, name)
+            delta.optimize().executeCompaction()
+            delta.vacuum()
             print(f"maintained {name}")
-    return 0
+    for name in refused:
+        print(f"not maintained {name}: not a table name lakestreams makes "
+              "(letters, digits, _, $ and #, starting with a letter)", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

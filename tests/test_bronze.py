@@ -57,3 +57,15 @@ def test_quarantine_reasons_and_exactly_once(spark, tmp_path, capsys):
     ops = {r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {table}").collect()}
     assert {"OPTIMIZE", "VACUUM START", "VACUUM END"} <= ops, ops
     assert (bronze.count(), quarantine.count()) == (versions[0] + 1, versions[1] + 1)
+    # A table in the schema under a name the project never makes (the local catalog takes
+    # letters, digits and _; Unity Catalog takes more) is named, not quoted into SQL: the
+    # others are still maintained, and the command exits 1.
+    odd = f"`{ch.storage.schema_name('bronze')}`.`_scratch`"
+    spark.sql(f"CREATE TABLE {odd} (x INT) USING delta")
+    try:
+        assert main(["maintain", "--channel", str(path)]) == 1
+        out, err = capsys.readouterr()
+        assert f"maintained {table}" in out
+        assert f"not maintained {ch.storage.schema_name('bronze')}.'_scratch': not a table name" in err
+    finally:
+        spark.sql(f"DROP TABLE {odd}")
