@@ -232,7 +232,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     command then exits 1."""
     from delta.tables import DeltaTable
 
-    from lakestreams.config import IDENTIFIER
+    from lakestreams.config import IDENTIFIER, IDENTIFIER_RULE
     from lakestreams.delta_io import table_names
 
     ch = _channel(args)
@@ -251,8 +251,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
             delta.vacuum()
             print(f"maintained {name}")
     for name in refused:
-        print(f"not maintained {name}: not a table name lakestreams makes "
-              "(letters, digits, _, $ and #, starting with a letter)", file=sys.stderr)
+        print(f"not maintained {name}: not a table name lakestreams makes ({IDENTIFIER_RULE})", file=sys.stderr)
     return 1 if refused else 0
 
 

@@ -20,6 +20,8 @@ from lakestreams.errors import ConfigError, ReplicationError
 
 #: Unquoted Oracle/Spark identifier we accept for owners, tables, columns and names.
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_$#]{0,127}")  # always used with fullmatch
+#: What IDENTIFIER takes, in words, for the messages that refuse a name.
+IDENTIFIER_RULE = "a letter, then letters, digits, _, $ or #; at most 128 characters"
 #: Global database name: dot-separated identifiers (DBS1.EXAMPLE.COM).
 GLOBAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_$#]*(\.[A-Za-z][A-Za-z0-9_$#]*)*")  # with fullmatch
 #: The same for Java regexes (``rlike``), where ``$`` would also match before a final newline.
@@ -35,8 +37,7 @@ def check_identifier(value: Any, where: str) -> str:
     """Return ``value`` if it is a plain identifier, else raise ConfigError naming ``where``."""
     if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise ConfigError(
-            f"{where}: {value!r} is not a valid identifier "
-            "(a letter, then letters, digits, _, $ or #; at most 128 characters)"
+            f"{where}: {value!r} is not a valid identifier ({IDENTIFIER_RULE})"
         )
     return value
 
